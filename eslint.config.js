@@ -15,6 +15,6 @@ export default tseslint.config(
     {
         files: ["bench/**", "scripts/**", "bin/**"],
         rules: { "no-console": "off" },
-        languageOptions: { globals: { process: "readonly", console: "readonly" } }
+        languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } }
     }
 );

@@ -1,0 +1,104 @@
+import { parseArgs } from "node:util";
+import { ConfigError, resolveConfig, settings } from "../config/settings.js";
+import { ModelSpecError } from "../models/resolveModel.js";
+import { createLogger } from "../server/logger.js";
+import { startServer, version, type LoadStage } from "../server/startServer.js";
+import { mainHelp, serveHelp } from "./help.js";
+import { createProgressReporter } from "./progress.js";
+
+const labels: Record<LoadStage, string> = { download: "Downloading model", write: "Writing synthetic model", load: "Loading model" };
+
+/** The `maple` command. Returns the exit code for errors before the server runs. */
+export async function main(argv: string[]): Promise<number> {
+    const [command, ...rest] = argv;
+    if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+        console.error(mainHelp(version));
+        return command === undefined ? 2 : 0;
+    }
+    if (command === "--version" || command === "-v") {
+        process.stdout.write(`${version}\n`);
+        return 0;
+    }
+    if (command !== "serve") {
+        console.error(`maple: unknown command '${command}'. Run 'maple --help'.`);
+        return 2;
+    }
+    return serve(rest);
+}
+
+async function serve(args: string[]): Promise<number> {
+    let flags: Record<string, string | boolean | undefined>;
+    try {
+        flags = parseArgs({
+            args,
+            options: {
+                ...Object.fromEntries(settings.map((setting) => [setting.flag, { type: "string" as const }])),
+                help: { type: "boolean", short: "h" }
+            },
+            strict: true,
+            allowPositionals: false
+        }).values;
+    } catch (error) {
+        console.error(`maple serve: ${(error as Error).message}. Run 'maple serve --help'.`);
+        return 2;
+    }
+    if (flags.help === true) {
+        process.stdout.write(`${serveHelp()}\n`);
+        return 0;
+    }
+    let config;
+    try {
+        config = resolveConfig(flags as Record<string, string>);
+    } catch (error) {
+        if (error instanceof ConfigError) {
+            console.error(`maple serve: ${error.message}`);
+            return 2;
+        }
+        throw error;
+    }
+
+    const logger = createLogger(config.logLevel);
+    const bars = new Map<LoadStage, ReturnType<typeof createProgressReporter>>();
+    const server = await startServer(config, {
+        logger,
+        onProgress: (stage, done, total) => {
+            let bar = bars.get(stage);
+            if (bar === undefined) {
+                bar = createProgressReporter({ label: labels[stage], showBytes: stage !== "load" });
+                bars.set(stage, bar);
+            }
+            bar.update(done, total);
+            if (total > 0 && done >= total) bar.done();
+        }
+    });
+
+    let stopping = false;
+    const stop = async (signal: NodeJS.Signals): Promise<void> => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, "shutting down: finishing in-flight requests");
+        const grace = setTimeout(() => {
+            logger.warn("shutdown grace period over; exiting with requests still running");
+            process.exit(0);
+        }, config.shutdownGraceSeconds * 1000);
+        grace.unref();
+        await server.close();
+        clearTimeout(grace);
+        logger.info("stopped");
+        process.exit(0);
+    };
+    process.once("SIGTERM", (signal) => void stop(signal));
+    process.once("SIGINT", (signal) => void stop(signal));
+
+    try {
+        await server.ready;
+        for (const bar of bars.values()) bar.done();
+    } catch (error) {
+        for (const bar of bars.values()) bar.done();
+        const message = error instanceof ModelSpecError ? error.message : `the model failed to load: ${(error as Error).message}`;
+        console.error(`maple serve: ${message}`);
+        await server.close();
+        return 1;
+    }
+    return 0;
+}

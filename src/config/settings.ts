@@ -1,0 +1,180 @@
+import { availableParallelism, homedir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Every Maple setting in one table: its CLI flag, its `MAPLE_*` variable, its default, how it is
+ * parsed and validated, and the `--help` line that documents it. A flag wins over its variable.
+ */
+export interface MapleConfig {
+    model: string | undefined;
+    host: string;
+    port: number;
+    modelId: string;
+    modelsDir: string;
+    apiKey: string | undefined;
+    strictModel: boolean;
+    temperature: number;
+    maxNewTokens: number;
+    maxNewTokensLimit: number;
+    maxPromptTokens: number | undefined;
+    contextSize: number;
+    threads: number;
+    parallel: number;
+    batchSize: number;
+    queueTimeoutSeconds: number;
+    maxQueueDepth: number;
+    maxBodyBytes: number;
+    chatTemplateFile: string | undefined;
+    weightVersion: string;
+    shutdownGraceSeconds: number;
+    logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+    logPrompts: boolean;
+}
+
+type Parser<T> = (raw: string) => T;
+
+export interface SettingDefinition<K extends keyof MapleConfig = keyof MapleConfig> {
+    key: K;
+    flag: string;
+    env: string;
+    /** Shown in --help, after the flag. */
+    valueName: string;
+    help: string;
+    defaultValue: () => MapleConfig[K];
+    /** How the default reads in --help, when the value itself is computed. */
+    defaultText?: string;
+    parse: Parser<MapleConfig[K]>;
+}
+
+/** Thrown for an invalid setting; the CLI prints its message as one line and exits 2. */
+export class ConfigError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "ConfigError";
+    }
+}
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> {
+    return (raw) => {
+        if (!/^[+-]?\d+$/.test(raw.trim())) throw new Error(`must be a whole number, got "${raw}"`);
+        const value = Number(raw);
+        if (value < min || value > max) throw new Error(`must be between ${min} and ${max}, got ${value}`);
+        return value;
+    };
+}
+
+function decimal(min: number, max: number): Parser<number> {
+    return (raw) => {
+        const value = Number(raw);
+        if (raw.trim() === "" || !Number.isFinite(value)) throw new Error(`must be a number, got "${raw}"`);
+        if (value < min || value > max) throw new Error(`must be between ${min} and ${max}, got ${value}`);
+        return value;
+    };
+}
+
+const booleanWords: Record<string, boolean> = { true: true, "1": true, yes: true, on: true, false: false, "0": false, no: false, off: false };
+const boolean: Parser<boolean> = (raw) => {
+    const value = booleanWords[raw.trim().toLowerCase()];
+    if (value === undefined) throw new Error(`must be true or false, got "${raw}"`);
+    return value;
+};
+
+function nonEmpty(raw: string): string {
+    if (raw.trim() === "") throw new Error("must not be empty");
+    return raw;
+}
+
+function oneOf<T extends string>(values: readonly T[]): Parser<T> {
+    return (raw) => {
+        if (!(values as readonly string[]).includes(raw)) throw new Error(`must be one of ${values.join(", ")}, got "${raw}"`);
+        return raw as T;
+    };
+}
+
+function defaultModelsDir(): string {
+    const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+    return join(cacheHome, "maple", "models");
+}
+
+function define<K extends keyof MapleConfig>(definition: SettingDefinition<K>): SettingDefinition<K> {
+    return definition;
+}
+
+export const settings = [
+    define({ key: "model", flag: "model", env: "MAPLE_MODEL", valueName: "SPEC", defaultValue: () => undefined,
+        defaultText: "deepgrove's maple-preview (hf:), or synthetic:maple-tiny offline",
+        help: "Model to serve: a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
+    define({ key: "host", flag: "host", env: "MAPLE_HOST", valueName: "HOST", defaultValue: () => "127.0.0.1",
+        help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
+    define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,
+        help: "Port to listen on (0 picks a free port)", parse: integer(0, 65535) }),
+    define({ key: "modelId", flag: "model-id", env: "MAPLE_MODEL_ID", valueName: "ID", defaultValue: () => "maple-preview",
+        help: "Model id reported by /v1/models and echoed when a request names none", parse: nonEmpty }),
+    define({ key: "modelsDir", flag: "models-dir", env: "MAPLE_MODELS_DIR", valueName: "DIR", defaultValue: defaultModelsDir,
+        defaultText: "$XDG_CACHE_HOME/maple/models or ~/.cache/maple/models",
+        help: "Where downloaded and synthetic models are kept", parse: nonEmpty }),
+    define({ key: "apiKey", flag: "api-key", env: "MAPLE_API_KEY", valueName: "KEY", defaultValue: () => undefined,
+        defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' on every route but /health", parse: nonEmpty }),
+    define({ key: "strictModel", flag: "strict-model", env: "MAPLE_STRICT_MODEL", valueName: "BOOL", defaultValue: () => false,
+        help: "Answer 404 when a request names a model other than the served id", parse: boolean }),
+    define({ key: "temperature", flag: "temperature", env: "MAPLE_TEMPERATURE", valueName: "T", defaultValue: () => 0.6,
+        help: "Default sampling temperature (0 is greedy)", parse: decimal(0, 2) }),
+    define({ key: "maxNewTokens", flag: "max-new-tokens", env: "MAPLE_MAX_NEW_TOKENS", valueName: "N", defaultValue: () => 4096,
+        help: "Default max_tokens when a request sets none", parse: integer(1) }),
+    define({ key: "maxNewTokensLimit", flag: "max-new-tokens-limit", env: "MAPLE_MAX_NEW_TOKENS_LIMIT", valueName: "N", defaultValue: () => 32768,
+        help: "Cap on max_tokens; larger requests are capped, not refused", parse: integer(1) }),
+    define({ key: "maxPromptTokens", flag: "max-prompt-tokens", env: "MAPLE_MAX_PROMPT_TOKENS", valueName: "N", defaultValue: () => undefined,
+        defaultText: "the context size", help: "Longest prompt accepted; longer → 400 context_length_exceeded", parse: integer(1) }),
+    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 8192,
+        help: "Context window of each slot in tokens (capped at the model's training context)", parse: integer(64, 1 << 22) }),
+    define({ key: "threads", flag: "threads", env: "MAPLE_THREADS", valueName: "N", defaultValue: () => availableParallelism(),
+        defaultText: "the cores this process may use", help: "llama.cpp threads; more than the cores oversubscribes and slows decoding", parse: integer(1, 1024) }),
+    define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 1,
+        help: "Sequences generated at once (slots in one llama.cpp context)", parse: integer(1, 64) }),
+    define({ key: "batchSize", flag: "batch-size", env: "MAPLE_BATCH_SIZE", valueName: "N", defaultValue: () => 512,
+        help: "Tokens per llama.cpp decode batch (prompt processing chunk)", parse: integer(16, 8192) }),
+    define({ key: "queueTimeoutSeconds", flag: "queue-timeout", env: "MAPLE_QUEUE_TIMEOUT", valueName: "SECONDS", defaultValue: () => 300,
+        help: "How long a request may wait for a slot before 503 engine_overloaded", parse: decimal(0, 86400) }),
+    define({ key: "maxQueueDepth", flag: "max-queue-depth", env: "MAPLE_MAX_QUEUE_DEPTH", valueName: "N", defaultValue: () => 32,
+        help: "Waiting requests beyond this get 503 engine_overloaded with Retry-After", parse: integer(0, 100000) }),
+    define({ key: "maxBodyBytes", flag: "max-body-bytes", env: "MAPLE_MAX_BODY_BYTES", valueName: "BYTES", defaultValue: () => 16 * 1024 * 1024,
+        help: "Largest request body accepted; larger → 413", parse: integer(1024, 1 << 30) }),
+    define({ key: "chatTemplateFile", flag: "chat-template", env: "MAPLE_CHAT_TEMPLATE", valueName: "FILE", defaultValue: () => undefined,
+        defaultText: "the model's own (GGUF tokenizer.chat_template), else ChatML", help: "Jinja chat template file to use instead of the model's", parse: nonEmpty }),
+    define({ key: "weightVersion", flag: "weight-version", env: "MAPLE_WEIGHT_VERSION", valueName: "NAME", defaultValue: () => "default",
+        help: "Reported as metadata.weight_version in chat responses", parse: nonEmpty }),
+    define({ key: "shutdownGraceSeconds", flag: "shutdown-grace", env: "MAPLE_SHUTDOWN_GRACE", valueName: "SECONDS", defaultValue: () => 30,
+        help: "On SIGTERM/SIGINT, how long in-flight requests may finish before they are cancelled", parse: decimal(0, 3600) }),
+    define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
+        help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
+    define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,
+        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean })
+] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];
+
+/**
+ * Builds the config from CLI flag values (already split by the argument parser) and the
+ * environment. Throws ConfigError naming the flag or variable on the first invalid value.
+ */
+export function resolveConfig(flags: Partial<Record<string, string>>, env: NodeJS.ProcessEnv = process.env): MapleConfig {
+    const config: Partial<Record<keyof MapleConfig, unknown>> = {};
+    for (const setting of settings as readonly SettingDefinition[]) {
+        const fromFlag = flags[setting.flag];
+        const fromEnv = env[setting.env];
+        const [raw, source] = fromFlag !== undefined ? [fromFlag, `--${setting.flag}`] : [fromEnv, setting.env];
+        if (raw === undefined || (source === setting.env && raw === "")) {
+            config[setting.key] = setting.defaultValue();
+            continue;
+        }
+        try {
+            config[setting.key] = setting.parse(raw);
+        } catch (error) {
+            throw new ConfigError(`${source} ${(error as Error).message}`);
+        }
+    }
+    return config as MapleConfig;
+}
+
+/** Defaults for every setting, with overrides: what tests and embedders start from. */
+export function defaultConfig(overrides: Partial<MapleConfig> = {}): MapleConfig {
+    return { ...resolveConfig({}, {}), ...overrides };
+}

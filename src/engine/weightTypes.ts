@@ -1,0 +1,25 @@
+export interface TensorSummary {
+    name: string;
+    type: string;
+    elements: number;
+}
+
+const ternaryTypes = new Set(["TQ1_0", "TQ2_0"]);
+
+/**
+ * Names the weight types of a model by share of parameters, largest first, and marks ternary
+ * expert tensors as such, e.g. "TQ2_0 ternary experts + Q8_0". This is /health's `dtype`.
+ */
+export function describeWeightTypes(tensors: readonly TensorSummary[]): string {
+    const byType = new Map<string, number>();
+    for (const tensor of tensors) {
+        const label = ternaryTypes.has(tensor.type) && tensor.name.includes("_exps") ? `${tensor.type} ternary experts` : tensor.type;
+        byType.set(label, (byType.get(label) ?? 0) + tensor.elements);
+    }
+    return [...byType.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .filter(([, elements], index) => index === 0 || elements > 0)
+        .map(([label]) => label)
+        .slice(0, 3)
+        .join(" + ");
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from "fastify";
+import type { RouteContext } from "./routeContext.js";
+
+/**
+ * GET /health: open even with MAPLE_API_KEY, so orchestrators can probe it. 200 when the model
+ * is ready, 503 while it loads or after it failed (a readiness probe's reading).
+ */
+export function healthRoute(app: FastifyInstance, context: RouteContext): void {
+    app.get("/health", async (_request, reply) => {
+        const state = context.host.state;
+        const common = { model: context.config.modelId, version: context.version };
+        if (state.status === "loading") {
+            return reply.code(503).send({ status: "loading", ...common, stage: state.stage, progress: state.progress ?? null });
+        }
+        if (state.status === "failed") {
+            return reply.code(503).send({ status: "error", ...common, error: "the model failed to load; see the server log" });
+        }
+        const { engine, scheduler } = state;
+        return {
+            status: "ok",
+            ...common,
+            model_path: state.source,
+            device: engine.runtime.device,
+            dtype: engine.model.dtype,
+            attention: engine.runtime.attention,
+            load_seconds: engine.runtime.loadSeconds,
+            queue_depth: scheduler.queueDepth,
+            active: scheduler.active,
+            synthetic: engine.model.synthetic,
+            architecture: engine.model.architecture,
+            parameters: engine.model.parameterCount ?? null,
+            context_size: engine.runtime.contextSize,
+            slots: engine.runtime.slots,
+            threads: engine.runtime.threads,
+            engine: engine.runtime.engineVersion
+        };
+    });
+}

@@ -1,0 +1,15 @@
+import type { MapleConfig } from "../../config/settings.js";
+import type { SamplingDefaults } from "../../openai/sampling.js";
+import type { ModelHost } from "../../server/modelHost.js";
+
+/** What every route is given: the config, the served model, and the checks they share. */
+export interface RouteContext {
+    config: MapleConfig;
+    host: ModelHost;
+    samplingDefaults: SamplingDefaults;
+    version: string;
+    /** Unix seconds reported as the model's `created`. */
+    createdAt: number;
+    /** The model id to echo; 404 under MAPLE_STRICT_MODEL when the request names another. */
+    checkModel(requested: string | undefined): string;
+}

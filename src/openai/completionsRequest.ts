@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { InvalidRequestError } from "../errors.js";
+import type { SamplingOptions } from "../engine/types.js";
+import { parseWire } from "./validation.js";
+import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type SamplingDefaults } from "./sampling.js";
+
+const tokenIds = z.array(z.number().int("token ids must be integers"));
+
+const completionsWire = z.object({
+    model: z.string().nullish(),
+    prompt: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)], {
+        errorMap: () => ({ message: "must be a string, a list of one string, or a list of token ids" })
+    }),
+    echo: z.boolean().nullish(),
+    suffix: z.string().nullish(),
+    logprobs: z.number().int().nullish(),
+    n: z.number().int().min(1).nullish(),
+    best_of: z.number().int().min(1).nullish(),
+    ...samplingFields
+});
+
+/** A /v1/completions request past the edge: validated, defaults applied, camelCase. */
+export interface CompletionRequest {
+    model: string | undefined;
+    /** Text to tokenize, or token ids given by the client. */
+    prompt: { text: string } | { tokens: number[] };
+    sampling: SamplingOptions;
+    maxTokens: number;
+    stop: string[];
+    stream: boolean;
+    includeUsage: boolean;
+    grammar: string | undefined;
+}
+
+export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults): CompletionRequest {
+    const wire = parseWire(completionsWire, body);
+    if (wire.echo === true) rejectUnsupported("echo", "echo is not supported.");
+    if (wire.suffix != null && wire.suffix !== "") rejectUnsupported("suffix", "suffix is not supported.");
+    if (wire.logprobs != null) rejectUnsupported("logprobs", "logprobs is not supported on /v1/completions.");
+    if ((wire.n ?? 1) !== 1) rejectUnsupported("n", "n must be 1");
+    if ((wire.best_of ?? 1) !== 1) rejectUnsupported("best_of", "best_of must be 1");
+    return {
+        model: wire.model ?? undefined,
+        prompt: singlePrompt(wire.prompt),
+        sampling: toSamplingOptions(wire, defaults),
+        maxTokens: resolveMaxTokens(wire.max_tokens, defaults),
+        stop: toStopList(wire.stop),
+        stream: wire.stream === true,
+        includeUsage: wire.stream_options?.include_usage === true,
+        grammar: wire.grammar ?? undefined
+    };
+}
+
+/** Maple generates one completion per request: a batch of prompts is refused, not half-served. */
+function singlePrompt(prompt: string | string[] | number[] | number[][]): CompletionRequest["prompt"] {
+    let single: string | number[];
+    if (typeof prompt === "string") single = prompt;
+    else if (prompt.length === 0) throw new InvalidRequestError("prompt must not be empty.", "prompt");
+    else if (typeof prompt[0] === "number") single = prompt as number[];
+    else {
+        if (prompt.length > 1) throw new InvalidRequestError("Batch prompts are not supported: send one prompt per request.", "prompt");
+        single = (prompt as (string | number[])[])[0]!;
+    }
+    if (single.length === 0) throw new InvalidRequestError("prompt must not be empty.", "prompt");
+    return typeof single === "string" ? { text: single } : { tokens: single };
+}

@@ -1,0 +1,47 @@
+import { ModelLoadingError, ServerError } from "../errors.js";
+import type { Engine } from "../engine/types.js";
+import type { Scheduler } from "../scheduler/scheduler.js";
+
+export interface ReadyModel {
+    engine: Engine;
+    scheduler: Scheduler;
+    /** What was asked for, as /health reports it in `model_path`. */
+    source: string;
+}
+
+export type ModelState =
+    | { status: "loading"; stage: "resolving" | "downloading" | "writing" | "loading"; progress: number | undefined }
+    | ({ status: "ready" } & ReadyModel)
+    | { status: "failed"; error: Error };
+
+/**
+ * Holds the served model through its life: loading in the background while the server already
+ * answers, then ready, or failed. Routes ask it for the engine and get a 503 model_loading until then.
+ */
+export class ModelHost {
+    private current: ModelState = { status: "loading", stage: "resolving", progress: undefined };
+
+    get state(): ModelState {
+        return this.current;
+    }
+
+    setLoading(stage: Extract<ModelState, { status: "loading" }>["stage"], progress?: number): void {
+        if (this.current.status === "loading") this.current = { status: "loading", stage, progress };
+    }
+
+    setReady(model: ReadyModel): void {
+        this.current = { status: "ready", ...model };
+    }
+
+    setFailed(error: Error): void {
+        this.current = { status: "failed", error };
+    }
+
+    /** The engine and scheduler, or the 503 (loading) / 500 (failed) a route answers instead. */
+    requireReady(): ReadyModel {
+        const state = this.current;
+        if (state.status === "ready") return state;
+        if (state.status === "loading") throw new ModelLoadingError();
+        throw new ServerError("The model failed to load; see the server log.");
+    }
+}

@@ -1,0 +1,110 @@
+import { readFile } from "node:fs/promises";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import type { MapleConfig } from "../config/settings.js";
+import { loadLlamaEngine } from "../engine/llamaEngine.js";
+import type { Engine } from "../engine/types.js";
+import { buildApp } from "../http/app.js";
+import { resolveModel } from "../models/resolveModel.js";
+import { Scheduler } from "../scheduler/scheduler.js";
+import { createLogger } from "./logger.js";
+import { ModelHost } from "./modelHost.js";
+
+export type LoadStage = "download" | "write" | "load";
+
+export interface StartServerOptions {
+    logger?: Logger;
+    /** Progress of long start-up work (the CLI draws bars from it). */
+    onProgress?: (stage: LoadStage, done: number, total: number) => void;
+}
+
+export interface RunningServer {
+    app: FastifyInstance;
+    host: ModelHost;
+    /** e.g. http://127.0.0.1:8080 */
+    url: string;
+    /** Settles when the model is loaded (resolves) or failed to load (rejects). */
+    ready: Promise<Engine>;
+    close(): Promise<void>;
+}
+
+export const version: string = (JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+/**
+ * Listens at once and loads the model in the background: until it is ready, API routes answer
+ * 503 model_loading and /health reports the load.
+ */
+export async function startServer(config: MapleConfig, options: StartServerOptions = {}): Promise<RunningServer> {
+    const logger = options.logger ?? createLogger(config.logLevel);
+    const host = new ModelHost();
+    const app = buildApp({ config, host, logger, version });
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === "object" && address !== null ? address.port : config.port;
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    logger.info({ url, version }, "Maple is listening; loading the model");
+
+    const loading = new AbortController();
+    const ready = loadModel(config, host, logger, loading.signal, options.onProgress);
+    ready.catch(() => undefined);
+
+    let closed = false;
+    return {
+        app, host, url, ready,
+        async close() {
+            if (closed) return;
+            closed = true;
+            loading.abort();
+            await app.close();
+            const engine = await ready.catch(() => undefined);
+            await engine?.dispose();
+        }
+    };
+}
+
+async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, signal: AbortSignal,
+    onProgress: StartServerOptions["onProgress"]): Promise<Engine> {
+    try {
+        const model = await resolveModel(config.model, {
+            modelsDir: config.modelsDir,
+            signal,
+            onProgress: (work, done, total) => {
+                host.setLoading(work === "download" ? "downloading" : "writing", total > 0 ? done / total : undefined);
+                onProgress?.(work, done, total);
+            },
+            onFallback: (reason) => logger.warn(reason)
+        });
+        logger.info({ path: model.path, source: model.source }, "loading model");
+        host.setLoading("loading", 0);
+        const engine = await loadLlamaEngine({
+            modelPath: model.path,
+            threads: config.threads,
+            contextSize: config.contextSize,
+            slots: config.parallel,
+            batchSize: config.batchSize,
+            signal,
+            onLoadProgress: (fraction) => {
+                host.setLoading("loading", fraction);
+                onProgress?.("load", fraction, 1);
+            },
+            onLog: (level, message) => logger[level]({ source: "llama.cpp" }, message)
+        });
+        const scheduler = new Scheduler({
+            slots: engine.runtime.slots,
+            maxQueueDepth: config.maxQueueDepth,
+            queueTimeoutMs: config.queueTimeoutSeconds * 1000,
+            cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
+        });
+        host.setReady({ engine, scheduler, source: model.source });
+        logger.info({
+            architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
+            contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
+            device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
+        }, "model ready");
+        return engine;
+    } catch (error) {
+        host.setFailed(error as Error);
+        if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
+        throw error;
+    }
+}
