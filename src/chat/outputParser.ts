@@ -76,6 +76,14 @@ export class ChatOutputParser {
         this.#options = { ...options };
     }
 
+    /**
+     * Whether text pushed now would be reasoning (the model has not closed its think block):
+     * the route counts a token as a reasoning token when this holds as the token arrives.
+     */
+    get inReasoning(): boolean {
+        return this.#phase === "reasoning" || (this.#phase === "start" && this.#options.startsInReasoning);
+    }
+
     /** Adds generated text; returns the parts it decides (possibly none). */
     push(text: string): OutputPart[] {
         if (this.#flushed) throw new Error("ChatOutputParser.push called after flush");

@@ -4,6 +4,7 @@ import { NotFoundError } from "../errors.js";
 import type { ModelHost } from "../server/modelHost.js";
 import { createBearerCheck } from "./auth.js";
 import { errorHandler } from "./errorHandler.js";
+import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { healthRoute } from "./routes/health.js";
 import { modelsRoute } from "./routes/models.js";
@@ -28,7 +29,6 @@ export function buildApp({ config, host, logger, version }: AppOptions): Fastify
         connectionTimeout: 0,
         requestTimeout: 120_000,
         keepAliveTimeout: 5_000,
-        disableRequestLogging: false,
         return503OnClosing: true,
         genReqId: () => Math.random().toString(36).slice(2, 10)
     });
@@ -65,5 +65,6 @@ export function buildApp({ config, host, logger, version }: AppOptions): Fastify
     healthRoute(app, context);
     modelsRoute(app, context);
     completionsRoute(app, context);
+    chatCompletionsRoute(app, context);
     return app;
 }

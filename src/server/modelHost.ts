@@ -1,4 +1,5 @@
 import { ModelLoadingError, ServerError } from "../errors.js";
+import type { ChatTemplateSource } from "../chat/chatPrompt.js";
 import type { Engine } from "../engine/types.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
 
@@ -7,6 +8,8 @@ export interface ReadyModel {
     scheduler: Scheduler;
     /** What was asked for, as /health reports it in `model_path`. */
     source: string;
+    /** The chat template in force: --chat-template, else the GGUF's own, else ChatML. */
+    chatTemplate: ChatTemplateSource;
 }
 
 export type ModelState =

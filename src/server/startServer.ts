@@ -5,7 +5,8 @@ import type { MapleConfig } from "../config/settings.js";
 import { loadLlamaEngine } from "../engine/llamaEngine.js";
 import type { Engine } from "../engine/types.js";
 import { buildApp } from "../http/app.js";
-import { resolveModel } from "../models/resolveModel.js";
+import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
+import { chatMlFallbackTemplate } from "../chat/template.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
 import { ModelHost } from "./modelHost.js";
@@ -65,6 +66,7 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
 async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, signal: AbortSignal,
     onProgress: StartServerOptions["onProgress"]): Promise<Engine> {
     try {
+        const templateOverride = config.chatTemplateFile === undefined ? undefined : await readChatTemplateFile(config.chatTemplateFile);
         const model = await resolveModel(config.model, {
             modelsDir: config.modelsDir,
             signal,
@@ -95,7 +97,12 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             queueTimeoutMs: config.queueTimeoutSeconds * 1000,
             cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
         });
-        host.setReady({ engine, scheduler, source: model.source });
+        const template = templateOverride ?? engine.model.chatTemplate;
+        if (template === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
+        host.setReady({
+            engine, scheduler, source: model.source,
+            chatTemplate: { template: template ?? chatMlFallbackTemplate, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+        });
         logger.info({
             architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
             contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
@@ -106,5 +113,13 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         host.setFailed(error as Error);
         if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
         throw error;
+    }
+}
+
+async function readChatTemplateFile(path: string): Promise<string> {
+    try {
+        return await readFile(path, "utf8");
+    } catch (error) {
+        throw new ModelSpecError(`Cannot read the chat template file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
 }
