@@ -2,16 +2,16 @@ import type { FastifyInstance } from "fastify";
 import { buildChatPrompt, type ChatPrompt } from "../../chat/chatPrompt.js";
 import { ChatOutputParser } from "../../chat/outputParser.js";
 import { TemplateRenderError } from "../../chat/template.js";
-import { InvalidRequestError, isAbortError, RequestAbortedError, ServerError } from "../../errors.js";
+import type { OutputPart } from "../../chat/types.js";
+import { InvalidRequestError, ServerError } from "../../errors.js";
 import { startTextGeneration } from "../../generation/generateText.js";
 import { parseChatRequest, type ChatRequest } from "../../openai/chatRequest.js";
 import { ChatChunkWriter, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
 import { checkPromptLength, promptTokenLimit, tokenizePrompt } from "../../openai/promptTokens.js";
 import type { ChatTemplateSource } from "../../chat/chatPrompt.js";
-import { toMapleError } from "../errorHandler.js";
+import { collectGeneration, streamGeneration } from "../generationResponse.js";
 import { clientGoneSignal } from "../requestSignal.js";
-import { SseStream } from "../sse.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** A template that raises on this conversation is the request's fault (400); one that does not parse is ours (500). */
@@ -47,47 +47,27 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const parser = new ChatOutputParser({ startsInReasoning: prompt.startsInReasoning, parseToolCalls: prompt.parseToolCalls });
         let reasoningTokens = 0;
 
+        // A token counts as reasoning when it arrives while the model's think block is open.
+        const parse = (text: string): OutputPart[] => {
+            if (parser.inReasoning) reasoningTokens += 1;
+            return parser.push(text);
+        };
+
         if (!chat.stream) {
             const collector = new ChatMessageCollector(identity);
-            try {
-                let next = await generation.pieces.next();
-                for (; !next.done; next = await generation.pieces.next()) {
-                    if (parser.inReasoning) reasoningTokens += 1;
-                    collector.add(parser.push(next.value.text));
-                }
-                collector.add(parser.flush());
-                return collector.response(next.value, reasoningTokens);
-            } catch (error) {
-                if (isAbortError(error)) throw new RequestAbortedError();
-                throw error;
-            } finally {
-                generation.close();
-            }
+            const summary = await collectGeneration(generation, (text) => collector.add(parse(text)));
+            collector.add(parser.flush());
+            return collector.response(summary, reasoningTokens);
         }
-
         const writer = new ChatChunkWriter(identity);
-        const sse = new SseStream(reply);
-        try {
-            await sse.send(writer.first());
-            let next = await generation.pieces.next();
-            for (; !next.done; next = await generation.pieces.next()) {
-                if (parser.inReasoning) reasoningTokens += 1;
-                for (const chunk of writer.parts(parser.push(next.value.text))) await sse.send(chunk);
-            }
-            for (const chunk of writer.parts(parser.flush())) await sse.send(chunk);
-            await sse.send(writer.finish(next.value));
-            if (chat.includeUsage) await sse.send(writer.usage(next.value, reasoningTokens));
-            await sse.done();
-        } catch (error) {
-            if (isAbortError(error) || signal.aborted) {
-                sse.end();
-                return;
-            }
-            request.log.error({ err: error }, "generation failed mid-stream");
-            await sse.sendError(toMapleError(error));
-            await sse.done();
-        } finally {
-            generation.close();
-        }
+        await streamGeneration(request, reply, signal, generation, {
+            start: () => [writer.first()],
+            text: (text) => writer.parts(parse(text)),
+            end: (summary) => [
+                ...writer.parts(parser.flush()),
+                writer.finish(summary),
+                ...(chat.includeUsage ? [writer.usage(summary, reasoningTokens)] : [])
+            ]
+        });
     });
 }

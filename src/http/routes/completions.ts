@@ -1,14 +1,11 @@
 import type { FastifyInstance } from "fastify";
-import type { MapleError} from "../../errors.js";
-import { isAbortError, RequestAbortedError } from "../../errors.js";
-import { startTextGeneration } from "../../generation/generateText.js";
+import { startTextGeneration, type GenerationSummary } from "../../generation/generateText.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
 import { checkPromptLength, checkPromptTokenIds, promptTokenLimit, tokenizePrompt } from "../../openai/promptTokens.js";
 import { toWireUsage } from "../../openai/usage.js";
-import { toMapleError } from "../errorHandler.js";
+import { collectGeneration, streamGeneration } from "../generationResponse.js";
 import { clientGoneSignal } from "../requestSignal.js";
-import { SseStream } from "../sse.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** POST /v1/completions: the raw prompt to the model, no template, no parsing. */
@@ -33,47 +30,21 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> =>
             ({ id, object: "text_completion", created, model, choices, ...extra });
 
-        if (!completion.stream) {
-            try {
-                let text = "";
-                let next = await generation.pieces.next();
-                for (; !next.done; next = await generation.pieces.next()) text += next.value.text;
-                const summary = next.value;
-                return chunk(
-                    [{ index: 0, text, logprobs: null, finish_reason: summary.finishReason, matched_stop: summary.matchedStop }],
-                    { usage: toWireUsage(summary) }
-                );
-            } catch (error) {
-                if (isAbortError(error)) throw new RequestAbortedError();
-                throw error;
-            } finally {
-                generation.close();
-            }
-        }
+        const finishChoice = (summary: GenerationSummary, text: string): Record<string, unknown> =>
+            ({ index: 0, text, logprobs: null, finish_reason: summary.finishReason, matched_stop: summary.matchedStop });
 
-        const sse = new SseStream(reply);
-        try {
-            let next = await generation.pieces.next();
-            for (; !next.done; next = await generation.pieces.next()) {
-                if (next.value.text !== "") {
-                    await sse.send(chunk([{ index: 0, text: next.value.text, logprobs: null, finish_reason: null }]));
-                }
-            }
-            const summary = next.value;
-            await sse.send(chunk([{ index: 0, text: "", logprobs: null, finish_reason: summary.finishReason, matched_stop: summary.matchedStop }]));
-            if (completion.includeUsage) await sse.send(chunk([], { usage: toWireUsage(summary) }));
-            await sse.done();
-        } catch (error) {
-            if (isAbortError(error) || signal.aborted) {
-                sse.end();
-                return;
-            }
-            const mapped: MapleError = toMapleError(error);
-            request.log.error({ err: error }, "generation failed mid-stream");
-            await sse.sendError(mapped);
-            await sse.done();
-        } finally {
-            generation.close();
+        if (!completion.stream) {
+            let text = "";
+            const summary = await collectGeneration(generation, (piece) => (text += piece));
+            return chunk([finishChoice(summary, text)], { usage: toWireUsage(summary) });
         }
+        await streamGeneration(request, reply, signal, generation, {
+            start: () => [],
+            text: (text) => (text === "" ? [] : [chunk([{ index: 0, text, logprobs: null, finish_reason: null }])]),
+            end: (summary) => [
+                chunk([finishChoice(summary, "")]),
+                ...(completion.includeUsage ? [chunk([], { usage: toWireUsage(summary) })] : [])
+            ]
+        });
     });
 }
