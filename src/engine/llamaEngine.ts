@@ -1,9 +1,8 @@
 import { stat } from "node:fs/promises";
 import { readFileSync } from "node:fs";
-import type { LlamaGrammar} from "node-llama-cpp";
 import {
-    getLlama, GgmlType, LlamaGrammarEvaluationState, LlamaLogLevel,
-    type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token
+    getLlama, GgmlType, LlamaGrammarEvaluationState, LlamaLogLevel, TokenBias,
+    type Llama, type LlamaContext, type LlamaGrammar, type LlamaContextSequence, type LlamaModel, type Token
 } from "node-llama-cpp";
 import { InvalidRequestError } from "../errors.js";
 import type {
@@ -166,6 +165,7 @@ class LlamaEngine implements Engine {
         const grammar = sampling.grammar instanceof CompiledGrammar
             ? new LlamaGrammarEvaluationState({ model: this.llamaModel, grammar: sampling.grammar.grammar })
             : undefined;
+        const tokenBias = sampling.ignoreEos === true ? this.endOfGenerationBias() : undefined;
         const penalties = sampling.repetitionPenalty !== undefined || sampling.presencePenalty || sampling.frequencyPenalty;
         const evaluation = sequence.evaluate(input, {
             temperature: sampling.temperature,
@@ -174,6 +174,7 @@ class LlamaEngine implements Engine {
             minP: sampling.minP,
             seed: sampling.seed ?? randomSeed(),
             grammarEvaluationState: grammar,
+            tokenBias,
             // llama.cpp's penalty window: the last 64 tokens (repeat_last_n).
             repeatPenalty: penalties
                 ? {
@@ -203,6 +204,20 @@ class LlamaEngine implements Engine {
         } finally {
             await evaluation.return();
         }
+    }
+
+    private eogBias: TokenBias | undefined;
+
+    /** Bans every end-of-generation token; the vocabulary is scanned once, on first use. */
+    private endOfGenerationBias(): TokenBias {
+        if (this.eogBias === undefined) {
+            const bias = new TokenBias(this.llamaModel.tokenizer);
+            for (let token = 0; token < this.model.vocabularySize; token++) {
+                if (this.llamaModel.isEogToken(token as Token)) bias.set(token as Token, "never");
+            }
+            this.eogBias = bias;
+        }
+        return this.eogBias;
     }
 
     async dispose(): Promise<void> {

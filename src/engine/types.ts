@@ -54,6 +54,8 @@ export interface SamplingOptions {
     presencePenalty?: number;
     frequencyPenalty?: number;
     grammar?: EngineGrammar;
+    /** Never sample an end-of-generation token (llama-server's and vLLM's `ignore_eos`; for benchmarks). */
+    ignoreEos?: boolean;
 }
 
 export interface GenerationRequest {

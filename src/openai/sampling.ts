@@ -26,6 +26,7 @@ export const samplingFields = {
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
     grammar: z.string().nullish(),
+    ignore_eos: z.boolean().nullish(),
     user: z.unknown().optional()
 };
 
@@ -38,6 +39,7 @@ export interface SamplingDefaults {
 type SamplingWire = {
     temperature?: number | null; top_p?: number | null; top_k?: number | null; min_p?: number | null;
     repetition_penalty?: number | null; presence_penalty?: number | null; frequency_penalty?: number | null; seed?: number | null;
+    ignore_eos?: boolean | null;
 };
 
 /** Wire sampling fields → the engine's, with Maple's defaults (spec: top_p 0.95, top_k 20). */
@@ -52,7 +54,8 @@ export function toSamplingOptions(wire: SamplingWire, defaults: SamplingDefaults
         seed: wire.seed == null ? undefined : Number(BigInt.asUintN(32, BigInt(wire.seed))),
         repetitionPenalty: wire.repetition_penalty ?? undefined,
         presencePenalty: wire.presence_penalty ?? undefined,
-        frequencyPenalty: wire.frequency_penalty ?? undefined
+        frequencyPenalty: wire.frequency_penalty ?? undefined,
+        ignoreEos: wire.ignore_eos ?? undefined
     };
 }
 
