@@ -12,6 +12,8 @@ export interface MapleConfig {
     modelId: string;
     modelsDir: string;
     apiKey: string | undefined;
+    /** Serve GET /metrics without the API key (default false: behind the key when one is set). */
+    metricsPublic: boolean;
     strictModel: boolean;
     temperature: number;
     maxNewTokens: number;
@@ -115,6 +117,8 @@ export const settings = [
         help: "Where downloaded and synthetic models are kept", parse: nonEmpty }),
     define({ key: "apiKey", flag: "api-key", env: "MAPLE_API_KEY", valueName: "KEY", defaultValue: () => undefined,
         defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' on every route but /health", parse: nonEmpty }),
+    define({ key: "metricsPublic", flag: "metrics-public", env: "MAPLE_METRICS_PUBLIC", valueName: "BOOL", defaultValue: () => false,
+        help: "Serve /metrics without the API key (for a Prometheus scraper)", parse: boolean }),
     define({ key: "strictModel", flag: "strict-model", env: "MAPLE_STRICT_MODEL", valueName: "BOOL", defaultValue: () => false,
         help: "Answer 404 when a request names a model other than the served id", parse: boolean }),
     define({ key: "temperature", flag: "temperature", env: "MAPLE_TEMPERATURE", valueName: "T", defaultValue: () => 0.6,
@@ -129,7 +133,7 @@ export const settings = [
         help: "Context window of each slot in tokens (capped at the model's training context)", parse: integer(64, 1 << 22) }),
     define({ key: "threads", flag: "threads", env: "MAPLE_THREADS", valueName: "N", defaultValue: () => availableParallelism(),
         defaultText: "the cores this process may use", help: "llama.cpp threads; more than the cores oversubscribes and slows decoding", parse: integer(1, 1024) }),
-    define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 1,
+    define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 4,
         help: "Sequences generated at once (slots in one llama.cpp context)", parse: integer(1, 64) }),
     define({ key: "batchSize", flag: "batch-size", env: "MAPLE_BATCH_SIZE", valueName: "N", defaultValue: () => 512,
         help: "Tokens per llama.cpp decode batch (prompt processing chunk)", parse: integer(16, 8192) }),

@@ -35,9 +35,13 @@ interface Waiter {
 export class Scheduler {
     private readonly freeSlots: number[];
     private readonly waiters: Waiter[] = [];
+    /** When each slot was last released: among equal prefixes the least recently used slot is reused (as llama-server does). */
+    private readonly lastReleased: number[];
+    private releases = 0;
 
     constructor(private readonly options: SchedulerOptions) {
         this.freeSlots = Array.from({ length: options.slots }, (_, slot) => slot);
+        this.lastReleased = Array.from({ length: options.slots }, () => 0);
     }
 
     /** Requests waiting for a slot. */
@@ -95,15 +99,18 @@ export class Scheduler {
         });
     }
 
+    /** The free slot holding the longest prefix of the prompt; on a tie, the least recently used one. */
     private takeFreeSlot(promptTokens: readonly number[]): number {
         let bestIndex = 0;
-        if (this.options.cachedPrefixLength !== undefined && this.freeSlots.length > 1) {
-            let bestLength = -1;
-            this.freeSlots.forEach((slot, index) => {
-                const length = this.options.cachedPrefixLength!(slot, promptTokens);
-                if (length > bestLength) [bestLength, bestIndex] = [length, index];
-            });
-        }
+        let bestLength = -1;
+        let bestReleased = Number.POSITIVE_INFINITY;
+        this.freeSlots.forEach((slot, index) => {
+            const length = this.options.cachedPrefixLength?.(slot, promptTokens) ?? 0;
+            const released = this.lastReleased[slot] ?? 0;
+            if (length > bestLength || (length === bestLength && released < bestReleased)) {
+                [bestIndex, bestLength, bestReleased] = [index, length, released];
+            }
+        });
         return this.freeSlots.splice(bestIndex, 1)[0]!;
     }
 
@@ -112,6 +119,8 @@ export class Scheduler {
         const release = (): void => {
             if (released) return;
             released = true;
+            this.releases += 1;
+            this.lastReleased[slot] = this.releases;
             this.freeSlots.push(slot);
             this.freeSlots.sort((a, b) => a - b);
             const next = this.waiters[0];
