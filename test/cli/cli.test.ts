@@ -1,0 +1,194 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { settings } from "../../src/config/settings.js";
+import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
+import { testModelsDir } from "../helpers/testServer.js";
+import { waitFor } from "../helpers/waitFor.js";
+
+const repoRoot = new URL("../../../", import.meta.url).pathname;
+const bin = join(repoRoot, "bin", "maple.js");
+const packageJson = JSON.parse(await readFile(join(repoRoot, "package.json"), "utf8")) as { version: string };
+
+/** The environment without any MAPLE_* variable of the machine running the tests, plus `env`. */
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+    const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("MAPLE_")));
+    return { ...base, ...env };
+}
+
+interface Finished {
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+}
+
+/** Runs `node bin/maple.js ...args` to its end (killed after a generous deadline so a hang fails instead of stalling). */
+async function runMaple(args: string[], env: Record<string, string> = {}): Promise<Finished> {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const [code, signal] = await once(child, "close") as [number | null, NodeJS.Signals | null];
+    clearTimeout(killer);
+    return { code, signal, stdout, stderr };
+}
+
+/** Lines of a stream, without the empty tail. */
+const lines = (text: string): string[] => text.split("\n").filter((line) => line.trim() !== "");
+const hasStackTrace = (text: string): boolean => /^\s+at .+[(:]/m.test(text);
+
+/** A port that was free a moment ago: bind port 0, note it, let it go. */
+async function freePort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+}
+
+describe("maple CLI", () => {
+    let tempDir: string;
+    before(async () => {
+        tempDir = await mkdtemp(join(tmpdir(), "maple-cli-test-"));
+    });
+    after(async () => rm(tempDir, { recursive: true, force: true }));
+
+    it("serve --help exits 0 and documents every flag and MAPLE_* variable of the settings table", async () => {
+        const { code, stdout } = await runMaple(["serve", "--help"]);
+        assert.equal(code, 0);
+        assert.match(stdout, /Usage: maple serve/);
+        for (const setting of settings) {
+            assert.ok(stdout.includes(`--${setting.flag} `), `--help is missing --${setting.flag}`);
+            assert.ok(stdout.includes(setting.env), `--help is missing ${setting.env}`);
+        }
+    });
+
+    it("prints its version, and refuses an unknown command or flag with exit 2", async () => {
+        const version = await runMaple(["--version"]);
+        assert.equal(version.code, 0);
+        assert.equal(version.stdout.trim(), packageJson.version);
+
+        for (const args of [["frobnicate"], ["serve", "--no-such-flag", "1"]]) {
+            const { code, stderr } = await runMaple(args);
+            assert.equal(code, 2, args.join(" "));
+            assert.equal(lines(stderr).length, 1, stderr);
+            assert.ok(!hasStackTrace(stderr), stderr);
+        }
+    });
+
+    for (const [what, args, env, named] of [
+        ["MAPLE_PORT=abc", [], { MAPLE_PORT: "abc" }, "MAPLE_PORT"],
+        ["MAPLE_PORT out of range", [], { MAPLE_PORT: "70000" }, "MAPLE_PORT"],
+        ["MAPLE_STRICT_MODEL=maybe", [], { MAPLE_STRICT_MODEL: "maybe" }, "MAPLE_STRICT_MODEL"],
+        ["MAPLE_TEMPERATURE=hot", [], { MAPLE_TEMPERATURE: "hot" }, "MAPLE_TEMPERATURE"],
+        ["--port abc (the flag wins over a valid variable)", ["--port", "abc"], { MAPLE_PORT: "8080" }, "--port"]
+    ] as const) {
+        it(`stops on ${what} with exit 2 and one line naming ${named}, no stack trace`, async () => {
+            const { code, stdout, stderr } = await runMaple(["serve", ...args], { MAPLE_MODEL: join(tempDir, "never-read.gguf"), ...env });
+            assert.equal(code, 2);
+            assert.equal(lines(stderr).length, 1, stderr);
+            assert.ok(stderr.includes(named), stderr);
+            assert.ok(!hasStackTrace(stderr), stderr);
+            assert.equal(stdout, "", "nothing started");
+        });
+    }
+
+    /** A model that cannot be served: the process ends non-zero with a clear line on stderr. */
+    async function serveBadModel(path: string): Promise<string> {
+        const { code, stderr } = await runMaple(["serve", "--model", path], { MAPLE_PORT: "0", MAPLE_THREADS: "1", MAPLE_LOG_LEVEL: "warn" });
+        assert.notEqual(code, 0);
+        assert.notEqual(code, null, "it exits rather than being killed");
+        assert.ok(!hasStackTrace(stderr), stderr);
+        const last = lines(stderr).at(-1) ?? "";
+        assert.match(last, /^maple serve: /);
+        return last;
+    }
+
+    it("exits non-zero naming a model file that does not exist", async () => {
+        const message = await serveBadModel("/nonexistent.gguf");
+        assert.ok(message.includes("/nonexistent.gguf"), message);
+        assert.match(message, /no such file/i);
+    });
+
+    it("exits non-zero saying a file that is not GGUF is not GGUF", async () => {
+        const path = join(tempDir, "notes.gguf");
+        await writeFile(path, "these are not the weights you are looking for\n");
+        const message = await serveBadModel(path);
+        assert.ok(message.includes(path), message);
+        assert.match(message, /not a GGUF/);
+    });
+
+    it("exits non-zero on a truncated GGUF", async () => {
+        const headerOnly = join(tempDir, "header-only.gguf");
+        await writeFile(headerOnly, Buffer.from("GGUF\x03\x00\x00\x00\x00\x00", "latin1"));
+        const message = await serveBadModel(headerOnly);
+        assert.ok(message.includes(headerOnly), message);
+        assert.match(message, /truncated/);
+
+        // A real model cut short: its header is fine, its tensor data ends early; llama.cpp refuses it.
+        const tiny = await readFile(await ensureSyntheticModel("maple-tiny", testModelsDir));
+        const cutShort = join(tempDir, "cut-short.gguf");
+        await writeFile(cutShort, tiny.subarray(0, tiny.length >> 1));
+        await serveBadModel(cutShort);
+    });
+
+    it("serves synthetic:maple-tiny end to end, from flags and MAPLE_* variables, and exits 0 on SIGTERM", async () => {
+        const port = await freePort();
+        const apiKey = "cli-test-key";
+        const child = spawn(process.execPath, [bin, "serve", "--model", "synthetic:maple-tiny", "--port", String(port), "--model-id", "from-flag"], {
+            cwd: repoRoot,
+            env: cleanEnv({
+                MAPLE_HOST: "127.0.0.1",
+                MAPLE_PORT: "1", // the flag wins
+                MAPLE_MODEL_ID: "from-variable",
+                MAPLE_THREADS: "1",
+                MAPLE_MODELS_DIR: testModelsDir,
+                MAPLE_CONTEXT_SIZE: "1024",
+                MAPLE_API_KEY: apiKey,
+                MAPLE_LOG_LEVEL: "warn"
+            }),
+            stdio: ["ignore", "pipe", "pipe"]
+        });
+        let output = "";
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+        const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+        try {
+            const base = `http://127.0.0.1:${port}`;
+            const health = await waitFor(async () => {
+                if (child.exitCode !== null) throw new Error(`maple exited early (${child.exitCode}):\n${output}`);
+                const response = await fetch(`${base}/health`).catch(() => undefined);
+                const body = await response?.json() as { status: string; model: string } | undefined;
+                return body?.status === "ok" ? body : undefined;
+            }, "maple serve to report ok on /health", 25_000);
+            assert.equal(health.model, "from-flag");
+
+            const request = (authorization?: string): Promise<Response> => fetch(`${base}/v1/completions`, {
+                method: "POST",
+                headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) },
+                body: JSON.stringify({ prompt: "CLI:", max_tokens: 16, grammar: "root ::= \"from the cli\"" })
+            });
+            assert.equal((await request()).status, 401, "MAPLE_API_KEY from the environment is enforced");
+            const response = await request(`Bearer ${apiKey}`);
+            assert.equal(response.status, 200);
+            const body = await response.json() as { model: string; choices: { text: string }[] };
+            assert.equal(body.choices[0]!.text, "from the cli");
+            assert.equal(body.model, "from-flag");
+
+            child.kill("SIGTERM");
+            const [code, signal] = await exited;
+            assert.equal(signal, null, output);
+            assert.equal(code, 0, output);
+        } finally {
+            if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        }
+    });
+});
