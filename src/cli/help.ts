@@ -6,8 +6,8 @@ export function serveHelp(): string {
         "Usage: maple serve [options]",
         "",
         "Serves a GGUF model over an OpenAI-compatible API (/v1/chat/completions, /v1/completions,",
-        "/v1/models, /health). Every option can also be set by its MAPLE_* environment variable;",
-        "a flag wins over its variable.",
+        "/v1/models, /tokenize, /detokenize, /metrics, /health). Every option can also be set by its",
+        "MAPLE_* environment variable; a flag wins over its variable.",
         "",
         "Options:"
     ];

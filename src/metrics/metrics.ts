@@ -1,0 +1,138 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { EngineOverloadedError, MapleError } from "../errors.js";
+import type { GenerationCounts, GenerationObserver } from "../generation/generateText.js";
+
+/** What the scheduler holds at scrape time. */
+export interface SchedulerLoad {
+    /** Requests holding a slot (generating). */
+    running: number;
+    /** Requests waiting in the queue for a slot. */
+    waiting: number;
+}
+
+export interface MapleMetricsOptions {
+    /** Read at every scrape; undefined while no model is ready (both gauges then read 0). */
+    readLoad(): SchedulerLoad | undefined;
+}
+
+/** The reasons exported at 0 from the start, so `rate()` over them works before the first rejection. */
+const knownRejectionReasons: readonly string[] = ["queue_full", "queue_timeout", "model_loading"];
+
+// Bucket bounds are vLLM's (vllm/v1/metrics/loggers.py), so dashboards built for it read the same.
+const ttftBuckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+const interTokenBuckets = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const requestLatencyBuckets = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+
+/**
+ * Maple's Prometheus metrics, named after vLLM's with a `maple:` prefix (`vllm:num_requests_running`
+ * → `maple:num_requests_running`), plus Node's process metrics prefixed `maple_`. Each server has
+ * its own registry, so several servers in one process (the tests) never share a series.
+ */
+export class MapleMetrics {
+    readonly registry = new Registry();
+
+    private readonly promptTokens: Counter;
+    private readonly generationTokens: Counter;
+    private readonly prefixCacheHits: Counter;
+    private readonly rejections: Counter<"reason">;
+    private readonly timeToFirstToken: Histogram;
+    private readonly interTokenLatency: Histogram;
+    private readonly e2eLatency: Histogram;
+    private readonly queueTime: Histogram;
+
+    constructor(options: MapleMetricsOptions) {
+        const registers = [this.registry];
+        new Gauge({
+            name: "maple:num_requests_running", help: "Number of requests generating (holding a slot).", registers,
+            collect() {
+                this.set(options.readLoad()?.running ?? 0);
+            }
+        });
+        new Gauge({
+            name: "maple:num_requests_waiting", help: "Number of requests waiting in the queue for a slot.", registers,
+            collect() {
+                this.set(options.readLoad()?.waiting ?? 0);
+            }
+        });
+        this.promptTokens = new Counter({ name: "maple:prompt_tokens_total", help: "Number of prompt tokens of started generations, cached ones included.", registers });
+        this.generationTokens = new Counter({ name: "maple:generation_tokens_total", help: "Number of generated tokens.", registers });
+        this.prefixCacheHits = new Counter({
+            name: "maple:prefix_cache_hits_total", help: "Number of prompt tokens served from a slot's cache instead of evaluated.", registers
+        });
+        this.rejections = new Counter({
+            name: "maple:request_rejections_total", help: "Number of requests answered 503, by reason.", labelNames: ["reason"] as const, registers
+        });
+        for (const reason of knownRejectionReasons) this.rejections.inc({ reason }, 0);
+        this.timeToFirstToken = new Histogram({
+            name: "maple:time_to_first_token_seconds", help: "Time from the start of generation (queue wait included) to the first token.",
+            buckets: ttftBuckets, registers
+        });
+        this.interTokenLatency = new Histogram({
+            name: "maple:inter_token_latency_seconds", help: "Time between consecutive generated tokens.", buckets: interTokenBuckets, registers
+        });
+        this.e2eLatency = new Histogram({
+            name: "maple:e2e_request_latency_seconds", help: "Time from the start of generation (queue wait included) to its end, for completed generations.",
+            buckets: requestLatencyBuckets, registers
+        });
+        this.queueTime = new Histogram({
+            name: "maple:request_queue_time_seconds", help: "Time a request waited for a slot.", buckets: requestLatencyBuckets, registers
+        });
+        collectDefaultMetrics({ register: this.registry, prefix: "maple_" });
+    }
+
+    /** The exposition's Content-Type (`text/plain; version=0.0.4; charset=utf-8`). */
+    get contentType(): string {
+        return this.registry.contentType;
+    }
+
+    /** Every metric in Prometheus' text format. */
+    expose(): Promise<string> {
+        return this.registry.metrics();
+    }
+
+    /**
+     * An observer for one generation; its clock starts now, so create it as the request is handed
+     * to generation. Per token it costs one clock read and one histogram observation.
+     */
+    observeGeneration(): GenerationObserver {
+        const startedAt = performance.now();
+        let lastTokenAt = startedAt;
+        return {
+            onFirstToken: () => {
+                lastTokenAt = performance.now();
+                this.timeToFirstToken.observe((lastTokenAt - startedAt) / 1000);
+            },
+            onToken: () => {
+                const now = performance.now();
+                this.interTokenLatency.observe((now - lastTokenAt) / 1000);
+                lastTokenAt = now;
+            },
+            onEnd: (counts, completed) => this.recordEnd(counts, completed, startedAt)
+        };
+    }
+
+    /** Counts a request answered 503; any other error is not a rejection and is ignored. */
+    countRejection(error: unknown): void {
+        if (error instanceof MapleError && error.status === 503) this.rejections.inc({ reason: rejectionReason(error) });
+    }
+
+    /** Drops every series (the server is closing). */
+    clear(): void {
+        this.registry.clear();
+    }
+
+    private recordEnd(counts: GenerationCounts, completed: boolean, startedAt: number): void {
+        // Tokens count whether or not the generation completed: the work was done.
+        this.promptTokens.inc(counts.promptTokens);
+        this.generationTokens.inc(counts.completionTokens);
+        this.prefixCacheHits.inc(counts.cachedTokens);
+        this.queueTime.observe(counts.queuedMs / 1000);
+        if (completed) this.e2eLatency.observe((performance.now() - startedAt) / 1000);
+    }
+}
+
+/** The `reason` label of a 503: `queue_full`, `queue_timeout`, `model_loading`, else the error's code. */
+export function rejectionReason(error: MapleError): string {
+    if (error instanceof EngineOverloadedError) return error.reason;
+    return error.code ?? "unavailable";
+}
