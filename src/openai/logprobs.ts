@@ -1,0 +1,82 @@
+import type { GeneratedToken } from "../engine/types.js";
+
+/** What the logprob shapes need from the engine: a token's text and exact bytes. */
+export interface TokenPieces {
+    tokenPiece(token: number): { text: string; bytes: number[] };
+}
+
+/** One entry of chat's `logprobs.content` (OpenAI's shape). */
+export interface WireChatLogprob {
+    token: string;
+    logprob: number;
+    bytes: number[];
+    top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+/** Chat's `choices[].logprobs` for the given entries; `refusal` is always null (Maple never refuses). */
+export function chatLogprobs(content: WireChatLogprob[]): { content: WireChatLogprob[]; refusal: null } {
+    return { content, refusal: null };
+}
+
+/** A generated token in chat's shape; `top_logprobs` is `[]` when `top_logprobs` was 0. */
+export function toChatLogprob(pieces: TokenPieces, generated: GeneratedToken): WireChatLogprob {
+    const piece = pieces.tokenPiece(generated.token);
+    return {
+        token: piece.text,
+        logprob: generated.logprob ?? 0,
+        bytes: piece.bytes,
+        top_logprobs: (generated.topLogprobs ?? []).map((alternative) => {
+            const top = pieces.tokenPiece(alternative.token);
+            return { token: top.text, logprob: alternative.logprob, bytes: top.bytes };
+        })
+    };
+}
+
+/** `/v1/completions`' `choices[].logprobs` (the legacy shape). */
+export interface WireCompletionLogprobs {
+    tokens: string[];
+    token_logprobs: number[];
+    /** One object per token: the `logprobs` most likely tokens' text → logprob (tokens of the same text share a key). */
+    top_logprobs: Record<string, number>[];
+    /** Where each token starts in the completion's text, in characters (code points, as vLLM counts them). */
+    text_offset: number[];
+}
+
+/**
+ * Collects `/v1/completions` logprobs token by token; `take()` returns the ones added since the
+ * last call (a streamed chunk carries its own tokens), with offsets that continue across chunks.
+ */
+export class CompletionLogprobs {
+    private pending: WireCompletionLogprobs = emptyCompletionLogprobs();
+    private offset = 0;
+
+    constructor(private readonly pieces: TokenPieces) {}
+
+    add(generated: GeneratedToken): void {
+        const text = this.pieces.tokenPiece(generated.token).text;
+        this.pending.tokens.push(text);
+        this.pending.token_logprobs.push(generated.logprob ?? 0);
+        // No prototype: a token's text may be "constructor" or "__proto__".
+        const top = Object.create(null) as Record<string, number>;
+        for (const alternative of generated.topLogprobs ?? []) {
+            const key = this.pieces.tokenPiece(alternative.token).text;
+            // Most likely first: a later token of the same text does not overwrite it.
+            if (!Object.hasOwn(top, key)) top[key] = alternative.logprob;
+        }
+        this.pending.top_logprobs.push(top);
+        this.pending.text_offset.push(this.offset);
+        this.offset += [...text].length;
+    }
+
+    /** The tokens added since the last call, or null when there are none. */
+    take(): WireCompletionLogprobs | null {
+        if (this.pending.tokens.length === 0) return null;
+        const taken = this.pending;
+        this.pending = emptyCompletionLogprobs();
+        return taken;
+    }
+}
+
+function emptyCompletionLogprobs(): WireCompletionLogprobs {
+    return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+}
