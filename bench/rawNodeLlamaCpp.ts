@@ -11,7 +11,10 @@ if (modelPath === undefined) throw new Error("usage: rawNodeLlamaCpp MODEL_PATH 
 const threads = Number(threadsText);
 const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath });
-const context = await model.createContext({ contextSize: 4096, sequences: 1, threads: { ideal: threads, min: threads }, swaFullCache: true });
+// The same context options as Maple's engine, so the comparison measures only what Maple adds.
+const context = await model.createContext({
+    contextSize: 4096, sequences: 1, threads: { ideal: threads, min: threads }, swaFullCache: true, flashAttention: model.flashAttentionSupported
+});
 const sequence = context.getSequence();
 const bias = new TokenBias(model.tokenizer);
 const vocabularySize = Number(model.fileInfo.tensorInfo?.find((tensor) => tensor.name === "token_embd.weight")?.dimensions[1] ?? 0);

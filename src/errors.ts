@@ -49,7 +49,14 @@ export class ContextLengthExceededError extends MapleError {
 
 export class PayloadTooLargeError extends MapleError {
     constructor(message: string) {
-        super(413, "invalid_request_error", message, { code: "payload_too_large" });
+        super(413, "invalid_request_error", message, { param: "body", code: "payload_too_large" });
+    }
+}
+
+/** A body that is not UTF-8 JSON by its Content-Type (RFC 8259: JSON is UTF-8). */
+export class UnsupportedMediaTypeError extends MapleError {
+    constructor(message = "Unsupported Content-Type: send 'Content-Type: application/json' (UTF-8).") {
+        super(415, "invalid_request_error", message, { param: "Content-Type", code: "unsupported_media_type" });
     }
 }
 
@@ -75,8 +82,18 @@ export class ModelLoadingError extends MapleError {
 }
 
 export class EngineOverloadedError extends MapleError {
-    constructor(message: string) {
+    /** Which bound was hit: the queue depth, or the time a request may wait. */
+    readonly reason: "queue_full" | "queue_timeout";
+
+    constructor(message: string, reason: "queue_full" | "queue_timeout") {
         super(503, "server_error", message, { code: "engine_overloaded", headers: { "retry-after": retryAfterSeconds } });
+        this.reason = reason;
+    }
+}
+
+export class ShuttingDownError extends MapleError {
+    constructor(message = "The server is shutting down; retry on another instance or shortly.") {
+        super(503, "server_error", message, { code: "server_shutting_down", headers: { "retry-after": retryAfterSeconds } });
     }
 }
 

@@ -77,13 +77,14 @@ async function serve(args: string[]): Promise<number> {
         if (stopping) return;
         stopping = true;
         logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, "shutting down: finishing in-flight requests");
-        const grace = setTimeout(() => {
-            logger.warn("shutdown grace period over; exiting with requests still running");
-            process.exit(0);
-        }, config.shutdownGraceSeconds * 1000);
-        grace.unref();
-        await server.close();
-        clearTimeout(grace);
+        // Past the grace period close() cancels what still runs, with an error event to each client;
+        // the hard deadline only guards against a close that never returns.
+        const hardDeadline = setTimeout(() => {
+            logger.error("shutdown did not complete; exiting");
+            process.exit(1);
+        }, config.shutdownGraceSeconds * 1000 + 10_000);
+        hardDeadline.unref();
+        await server.close({ graceMs: config.shutdownGraceSeconds * 1000 });
         logger.info("stopped");
         process.exit(0);
     };
@@ -95,7 +96,9 @@ async function serve(args: string[]): Promise<number> {
         for (const bar of bars.values()) bar.done();
     } catch (error) {
         for (const bar of bars.values()) bar.done();
-        const message = error instanceof ModelSpecError ? error.message : `the model failed to load: ${(error as Error).message}`;
+        const message = error instanceof ModelSpecError
+            ? error.message
+            : `the model ${config.model ?? "(default)"} failed to load: ${(error as Error).message}`;
         console.error(`maple serve: ${message}`);
         await server.close();
         return 1;

@@ -6,9 +6,14 @@ import {
 } from "node-llama-cpp";
 import { InvalidRequestError } from "../errors.js";
 import type {
-    Engine, EngineGrammar, GenerationEnd, GenerationRequest, GenerationStream, ModelInfo, RuntimeInfo
+    Engine, EngineGrammar, GeneratedToken, GenerationEnd, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo,
+    RuntimeInfo, SamplingOptions, TokenLogprob
 } from "./types.js";
+import { StepBarrier } from "./stepBarrier.js";
 import { describeWeightTypes } from "./weightTypes.js";
+import { anyObjectGrammarRules, schemaGrammarRules } from "./jsonGrammarRules.js";
+import { copySequenceState } from "./sequenceStateCopy.js";
+import { vocabularyPieceBytes } from "./tokenBytes.js";
 
 export interface LlamaEngineOptions {
     modelPath: string;
@@ -34,6 +39,19 @@ class CompiledGrammar implements EngineGrammar {
     constructor(readonly source: string, readonly grammar: LlamaGrammar) {}
 }
 
+/** Compiled grammars kept for reuse (clients tend to send the same schema or grammar every time). */
+const grammarCacheSize = 64;
+
+/** What `evaluateWithMetadata` yields, whichever metadata was asked for. */
+interface EvaluationOutput {
+    token: Token;
+    confidence?: number;
+    probabilities?: Map<Token, number>;
+}
+
+/** vLLM's stand-in for the log of a zero probability, which JSON cannot carry as -Infinity. */
+const minLogprob = -9999;
+
 /** Loads a GGUF model into llama.cpp through node-llama-cpp and runs generations on its slots. */
 export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engine> {
     const startedAt = performance.now();
@@ -56,7 +74,6 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         onLoadProgress: options.onLoadProgress,
         loadSignal: options.signal
     });
-    const lockstep = new LockstepDispatch();
     try {
         const slotContextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
         const context = await model.createContext({
@@ -64,16 +81,17 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             // node-llama-cpp's contextSize is per sequence: each slot gets its own window.
             contextSize: slotContextSize,
             batchSize: Math.min(options.batchSize, slotContextSize * options.slots),
-            batching: { dispatchSchedule: (dispatch) => lockstep.schedule(dispatch) },
             threads: { ideal: options.threads, min: options.threads },
             // Prefix reuse needs the whole KV history of sliding-window layers too.
             swaFullCache: true,
+            // llama.cpp's own tools default to flash attention where supported (llama-bench: auto);
+            // node-llama-cpp defaults it off, which cost prefill speed (measured on maple-preview).
+            flashAttention: model.flashAttentionSupported,
             createSignal: options.signal
         });
         const sequences = Array.from({ length: options.slots }, () => context.getSequence());
         const loadSeconds = (performance.now() - startedAt) / 1000;
-        lockstep.attach(context);
-        return new LlamaEngine(llama, model, context, sequences, lockstep, await describeModel(model, options.modelPath), {
+        return new LlamaEngine(llama, model, context, sequences, new StepBarrier(), await describeModel(model, options.modelPath), {
             device: llama.gpu === false ? "cpu" : llama.gpu,
             threads: options.threads,
             contextSize: sequences[0]?.contextSize ?? slotContextSize,
@@ -122,7 +140,7 @@ class LlamaEngine implements Engine {
         private readonly llamaModel: LlamaModel,
         private readonly context: LlamaContext,
         private readonly sequences: LlamaContextSequence[],
-        private readonly lockstep: LockstepDispatch,
+        private readonly barrier: StepBarrier,
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {}
@@ -144,12 +162,75 @@ class LlamaEngine implements Engine {
         return Number.isInteger(token) && token >= 0 && token < this.model.vocabularySize;
     }
 
+    private readonly grammars = new Map<string, CompiledGrammar>();
+
     async createGrammar(gbnf: string): Promise<EngineGrammar> {
+        const cached = this.grammars.get(gbnf);
+        if (cached !== undefined) {
+            // Most recently used last: the first entry is the one to evict.
+            this.grammars.delete(gbnf);
+            this.grammars.set(gbnf, cached);
+            return cached;
+        }
+        let compiled: CompiledGrammar;
         try {
-            return new CompiledGrammar(gbnf, await this.llama.createGrammar({ grammar: gbnf }));
+            compiled = new CompiledGrammar(gbnf, await this.llama.createGrammar({ grammar: gbnf }));
         } catch (error) {
             throw new InvalidRequestError(`Invalid grammar: ${(error as Error).message}`, "grammar");
         }
+        this.grammars.set(gbnf, compiled);
+        if (this.grammars.size > grammarCacheSize) this.grammars.delete(this.grammars.keys().next().value!);
+        return compiled;
+    }
+
+    private readonly jsonRules = new Map<string, string>();
+
+    async jsonGrammarRules(schema: GrammarJsonSchema | undefined): Promise<string> {
+        const key = JSON.stringify(schema ?? null);
+        let rules = this.jsonRules.get(key);
+        if (rules === undefined) {
+            if (schema === undefined) rules = anyObjectGrammarRules((await this.llama.getGrammarFor("json")).grammar);
+            else {
+                // The converter's schema type is a generic tree of its own keywords, which GrammarJsonSchema holds.
+                const grammar = await this.llama.createGrammarForJsonSchema(schema as unknown as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
+                rules = schemaGrammarRules(grammar.grammar);
+            }
+            this.jsonRules.set(key, rules);
+            if (this.jsonRules.size > grammarCacheSize) this.jsonRules.delete(this.jsonRules.keys().next().value!);
+        }
+        return rules;
+    }
+
+    tokenPiece(token: number): { text: string; bytes: number[] } {
+        // Special tokens (<|im_end|>) show as their text, as llama-server and vLLM show them.
+        const text = this.llamaModel.detokenize([token as Token], true);
+        if (!text.includes("\uFFFD")) return { text, bytes: [...Buffer.from(text, "utf8")] };
+        const metadata = this.llamaModel.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: readonly string[] } } };
+        const piece = metadata.tokenizer?.ggml?.tokens?.[token];
+        const bytes = piece === undefined ? undefined : vocabularyPieceBytes(piece, this.llamaModel.vocabularyType);
+        return { text, bytes: bytes ?? [...Buffer.from(text, "utf8")] };
+    }
+
+    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[]): Promise<number> {
+        const sequence = this.slotSequence(source);
+        const prompt = promptTokens as Token[];
+        const cached = await reusePrefix(sequence, prompt, this.barrier);
+        // The last prompt token is each generation's own first step: its logits are sampled.
+        const shared = prompt.length - 1;
+        if (shared > cached) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(cached, shared));
+        for (const target of targets) {
+            const targetSequence = this.slotSequence(target);
+            // Already holds it (the same prompt again): its generation erases whatever follows.
+            if (sharedPrefixLength(targetSequence.contextTokens, prompt, shared) === shared) continue;
+            await this.barrier.exclusive(() => copySequenceState(targetSequence, sequence, shared));
+        }
+        return cached;
+    }
+
+    private slotSequence(slot: number): LlamaContextSequence {
+        const sequence = this.sequences[slot];
+        if (sequence === undefined) throw new RangeError(`no slot ${slot}`);
+        return sequence;
     }
 
     cachedPrefixLength(slot: number, promptTokens: readonly number[]): number {
@@ -160,25 +241,25 @@ class LlamaEngine implements Engine {
         const sequence = this.sequences[slot];
         if (sequence === undefined) throw new RangeError(`no slot ${slot}`);
         const prompt = request.promptTokens as Token[];
-        const cachedPromptTokens = await reusePrefix(sequence, prompt);
+        const cachedPromptTokens = await reusePrefix(sequence, prompt, this.barrier);
         const generation = this.generate(sequence, prompt.slice(cachedPromptTokens), request);
         return { cachedPromptTokens, tokens: () => generation };
     }
 
-    private async *generate(sequence: LlamaContextSequence, input: Token[], request: GenerationRequest): AsyncGenerator<number, GenerationEnd, void> {
+    private async *generate(sequence: LlamaContextSequence, input: Token[], request: GenerationRequest): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
         const { sampling, signal } = request;
-        const grammar = sampling.grammar instanceof CompiledGrammar
-            ? new LlamaGrammarEvaluationState({ model: this.llamaModel, grammar: sampling.grammar.grammar })
-            : undefined;
-        const tokenBias = sampling.ignoreEos === true ? this.endOfGenerationBias() : undefined;
+        const grammarEvaluationState = this.grammarEvaluation(request);
+        const tokenBias = this.tokenBias(sampling);
+        // Probabilities only when asked for: at temperature 0 they are a full-vocabulary sort and copy per token.
+        const metadata = request.logprobs === undefined ? {} : { confidence: true, probabilities: request.logprobs.top > 0 };
         const penalties = sampling.repetitionPenalty !== undefined || sampling.presencePenalty || sampling.frequencyPenalty;
-        const evaluation = sequence.evaluate(input, {
+        const evaluation = sequence.evaluateWithMetadata(input, metadata, {
             temperature: sampling.temperature,
             topK: sampling.topK,
             topP: sampling.topP,
             minP: sampling.minP,
             seed: sampling.seed ?? randomSeed(),
-            grammarEvaluationState: grammar,
+            grammarEvaluationState,
             tokenBias,
             // llama.cpp's penalty window: the last 64 tokens (repeat_last_n).
             repeatPenalty: penalties
@@ -193,13 +274,18 @@ class LlamaEngine implements Engine {
             contextShift: { strategy: "eraseBeginning", size: 0 }
         });
         let generated = 0;
-        this.lockstep.generations += 1;
+        this.barrier.join();
         try {
             if (request.maxTokens <= 0) return { reason: "length" };
-            for await (const token of evaluation) {
+            for (;;) {
+                await this.barrier.arrive();
+                const step = await evaluation.next();
+                if (step.done) break;
+                const output = step.value as EvaluationOutput;
+                const token = output.token;
                 if (signal.aborted) break;
                 if (this.llamaModel.isEogToken(token)) return { reason: "eog", token };
-                yield token;
+                yield request.logprobs === undefined ? { token } : withLogprobs(output, request.logprobs.top);
                 generated += 1;
                 if (generated >= request.maxTokens) return { reason: "length" };
                 // The sampled token still has to be evaluated: stop while it fits in the slot.
@@ -208,23 +294,64 @@ class LlamaEngine implements Engine {
             // node-llama-cpp ends the evaluation itself only when the context cannot take another token.
             return signal.aborted ? { reason: "length" } : { reason: "context" };
         } finally {
-            this.lockstep.generations -= 1;
+            this.barrier.leave();
             await evaluation.return();
         }
     }
 
-    private eogBias: TokenBias | undefined;
-
-    /** Bans every end-of-generation token; the vocabulary is scanned once, on first use. */
-    private endOfGenerationBias(): TokenBias {
-        if (this.eogBias === undefined) {
-            const bias = new TokenBias(this.llamaModel.tokenizer);
-            for (let token = 0; token < this.model.vocabularySize; token++) {
-                if (this.llamaModel.isEogToken(token as Token)) bias.set(token as Token, "never");
-            }
-            this.eogBias = bias;
+    /** The request's grammar: one state for `sampling.grammar`, or a state per grammar its selector returns. */
+    private grammarEvaluation(request: GenerationRequest): LlamaGrammarEvaluationState | (() => LlamaGrammarEvaluationState | undefined) | undefined {
+        const select = request.grammar;
+        if (select === undefined) {
+            const grammar = request.sampling.grammar;
+            return grammar instanceof CompiledGrammar ? new LlamaGrammarEvaluationState({ model: this.llamaModel, grammar: grammar.grammar }) : undefined;
         }
-        return this.eogBias;
+        // node-llama-cpp (3.22.1) calls this before sampling each token and feeds the sampled
+        // token only to the state returned for it (AddonSampler::acceptToken).
+        const states = new Map<EngineGrammar, LlamaGrammarEvaluationState>();
+        return () => {
+            const grammar = select();
+            if (!(grammar instanceof CompiledGrammar)) return undefined;
+            let state = states.get(grammar);
+            if (state === undefined) {
+                state = new LlamaGrammarEvaluationState({ model: this.llamaModel, grammar: grammar.grammar });
+                states.set(grammar, state);
+            }
+            return state;
+        };
+    }
+
+    /** `logit_bias` as a logit offset (−Infinity bans), plus `ignore_eos`. */
+    private tokenBias(sampling: SamplingOptions): TokenBias | undefined {
+        const logitBias = sampling.logitBias ?? new Map<number, number>();
+        const ignoreEos = sampling.ignoreEos === true;
+        if (logitBias.size === 0) {
+            if (!ignoreEos) return undefined;
+            this.eogBias ??= this.biasFor(logitBias, true);
+            return this.eogBias;
+        }
+        return this.biasFor(logitBias, ignoreEos);
+    }
+
+    private eogBias: TokenBias | undefined;
+    private eogTokens: Token[] | undefined;
+
+    /**
+     * A TokenBias written through its internal map (node-llama-cpp 3.22.1): its public `set()`
+     * silently skips end-of-generation tokens, which would make `ignore_eos` and a `logit_bias` on
+     * an EOG token do nothing. The sampler applies every entry of the map.
+     */
+    private biasFor(logitBias: ReadonlyMap<number, number>, banEndOfGeneration: boolean): TokenBias {
+        const bias = new TokenBias(this.llamaModel.tokenizer);
+        const entries = (bias as unknown as { _biases: Map<Token, number> })._biases;
+        for (const [token, logit] of logitBias) entries.set(token as Token, logit);
+        if (banEndOfGeneration) {
+            // The vocabulary is scanned once, on first use (~20 ms for 152k tokens).
+            this.eogTokens ??= Array.from({ length: this.model.vocabularySize }, (_, token) => token as Token)
+                .filter((token) => this.llamaModel.isEogToken(token));
+            for (const token of this.eogTokens) entries.set(token, Number.NEGATIVE_INFINITY);
+        }
+        return bias;
     }
 
     async dispose(): Promise<void> {
@@ -233,48 +360,15 @@ class LlamaEngine implements Engine {
     }
 }
 
-/** How many event-loop turns a batch may wait for the other running generations to queue their token. */
-const maxLockstepWaitTurns = 8;
-
-/**
- * Dispatches a decode batch once every running generation has queued its next token, so all
- * slots step together in full batches. node-llama-cpp's default ("next cycle") dispatches as soon
- * as the event loop turns, and with several streams it settles into batches of one stream fewer
- * than are running (measured: 43 decodes for 32 steps of 4 streams). A generation held up by its
- * consumer (a slow client) delays the others by at most a few event-loop turns.
- */
-class LockstepDispatch {
-    /** Generations between their first and last token. */
-    generations = 0;
-    private queuedSequences: () => number = () => 0;
-
-    attach(context: LlamaContext): void {
-        // Internal to node-llama-cpp (pinned at 3.22.1): the sequences with a decode queued.
-        const internal = context as unknown as { _queuedDecodeSequenceIds?: Set<number> };
-        this.queuedSequences = () => internal._queuedDecodeSequenceIds?.size ?? Number.POSITIVE_INFINITY;
-    }
-
-    schedule(dispatch: () => void): void {
-        let turns = 0;
-        const check = (): void => {
-            if (this.queuedSequences() >= this.generations || turns >= maxLockstepWaitTurns) dispatch();
-            else {
-                turns += 1;
-                setImmediate(check);
-            }
-        };
-        setImmediate(check);
-    }
-}
-
 /**
  * Keeps the longest prefix the slot already holds and erases the rest. At least one prompt token
  * is always evaluated again, since sampling needs the logits of the prompt's last position.
  */
-async function reusePrefix(sequence: LlamaContextSequence, prompt: Token[]): Promise<number> {
+async function reusePrefix(sequence: LlamaContextSequence, prompt: Token[], barrier: StepBarrier): Promise<number> {
     const shared = sharedPrefixLength(sequence.contextTokens, prompt, prompt.length - 1);
     if (shared < sequence.nextTokenIndex) {
-        await sequence.eraseContextTokenRanges([{ start: shared, end: sequence.nextTokenIndex }]);
+        const end = sequence.nextTokenIndex;
+        await barrier.exclusive(() => sequence.eraseContextTokenRanges([{ start: shared, end }]));
     }
     // The engine falls back to a full re-evaluation when the KV cells could not be removed.
     return Math.min(shared, sequence.nextTokenIndex);
@@ -285,6 +379,26 @@ function sharedPrefixLength(cached: readonly number[], prompt: readonly number[]
     let shared = 0;
     while (shared < end && cached[shared] === prompt[shared]) shared += 1;
     return shared;
+}
+
+/** A sampled token with its log-probability and, when `top` > 0, the most likely alternatives. */
+function withLogprobs(output: EvaluationOutput, top: number): GeneratedToken {
+    const probability = output.confidence ?? output.probabilities?.get(output.token) ?? 0;
+    const generated: GeneratedToken = { token: output.token, logprob: toLogprob(probability) };
+    if (top > 0 && output.probabilities !== undefined) {
+        // node-llama-cpp returns the map most likely first.
+        const best: TokenLogprob[] = [];
+        for (const [token, p] of output.probabilities) {
+            if (best.length >= top || p <= 0) break;
+            best.push({ token, logprob: toLogprob(p) });
+        }
+        generated.topLogprobs = best;
+    }
+    return generated;
+}
+
+function toLogprob(probability: number): number {
+    return probability > 0 ? Math.max(Math.log(probability), minLogprob) : minLogprob;
 }
 
 function randomSeed(): number {

@@ -1,3 +1,5 @@
+import type { GrammarJsonSchema } from "./grammarJsonSchema.js";
+
 /**
  * The engine interface: everything the rest of Maple knows about the model runtime. Only
  * `src/engine/` imports node-llama-cpp; a different backend would implement this interface.
@@ -42,6 +44,18 @@ export interface EngineGrammar {
     readonly source: string;
 }
 
+/**
+ * Chooses, before each token is sampled, the grammar that constrains it (undefined: sampled
+ * freely). Each distinct grammar returned gets one evaluation state per generation, created the
+ * first time it is returned and fed only the tokens sampled while it is returned; so returning
+ * undefined for a while and then a grammar not returned before starts that grammar afresh.
+ * Called on the generating path once per token: it must be cheap and must not throw.
+ */
+export type GrammarSelector = () => EngineGrammar | undefined;
+
+/** A schema in the JSON-schema-to-grammar converter's subset (see `toGrammarSchema` in grammarJsonSchema.ts). */
+export type { GrammarJsonSchema };
+
 export interface SamplingOptions {
     /** 0 is greedy. */
     temperature: number;
@@ -54,6 +68,12 @@ export interface SamplingOptions {
     presencePenalty?: number;
     frequencyPenalty?: number;
     grammar?: EngineGrammar;
+    /**
+     * Added to the logits of these token ids before sampling (OpenAI's `logit_bias`);
+     * `-Infinity` bans a token. A bias on an end-of-generation token is ignored (node-llama-cpp
+     * never biases those).
+     */
+    logitBias?: ReadonlyMap<number, number>;
     /** Never sample an end-of-generation token (llama-server's and vLLM's `ignore_eos`; for benchmarks). */
     ignoreEos?: boolean;
 }
@@ -64,6 +84,33 @@ export interface GenerationRequest {
     /** Generation stops after this many tokens (or at the end of the slot's context). */
     maxTokens: number;
     signal: AbortSignal;
+    /** Chooses the grammar of each token (answer-only constraints); takes precedence over `sampling.grammar`. */
+    grammar?: GrammarSelector;
+    /**
+     * Report each generated token's log-probability, and the `top` (0–20) most likely tokens at
+     * its position. The probabilities are those of the distribution the token was drawn from:
+     * after logit bias, penalties, grammar, top-k/top-p/min-p and temperature (at temperature 0,
+     * the whole vocabulary's). Costs a full-vocabulary sort and copy per token at temperature 0.
+     */
+    logprobs?: { top: number };
+}
+
+/** A token's log-probability (natural log), as `GeneratedToken` reports it. */
+export interface TokenLogprob {
+    token: number;
+    logprob: number;
+}
+
+/** One generated token, with its log-probabilities when the request asked for them. */
+export interface GeneratedToken {
+    token: number;
+    /** With `GenerationRequest.logprobs`: this token's log-probability. */
+    logprob?: number;
+    /**
+     * With `logprobs.top > 0`: the most likely tokens at this position, most likely first, at
+     * most `top` of them; tokens the sampler ruled out (probability 0) are left out.
+     */
+    topLogprobs?: readonly TokenLogprob[];
 }
 
 export type GenerationEnd =
@@ -78,7 +125,7 @@ export interface GenerationStream {
     /** Prompt tokens reused from the slot's cache rather than evaluated again. */
     readonly cachedPromptTokens: number;
     /** Generated tokens, one at a time; the end-of-generation token is not yielded. */
-    tokens(): AsyncGenerator<number, GenerationEnd, void>;
+    tokens(): AsyncGenerator<GeneratedToken, GenerationEnd, void>;
 }
 
 export interface Engine {
@@ -95,8 +142,26 @@ export interface Engine {
      */
     detokenize(tokens: readonly number[], previousTokens?: readonly number[]): string;
     isValidToken(token: number): boolean;
-    /** Throws InvalidRequestError (param "grammar") for a grammar that does not parse. */
+    /**
+     * One token's text and exact bytes (for logprobs): a token that holds part of a UTF-8
+     * character has U+FFFD in its text, and its raw bytes in `bytes`.
+     */
+    tokenPiece(token: number): { text: string; bytes: number[] };
+    /** Throws InvalidRequestError (param "grammar") for a grammar that does not parse. Compiled grammars are cached by their text. */
     createGrammar(gbnf: string): Promise<EngineGrammar>;
+    /**
+     * GBNF rules defining `maple-json` (and helper rules whose names never start with `maple-`):
+     * exactly one JSON value matching `schema`, or any JSON object when `schema` is undefined.
+     */
+    jsonGrammarRules(schema: GrammarJsonSchema | undefined): Promise<string>;
+    /**
+     * n > 1, one prefill for all choices: evaluates `promptTokens` but its last token in slot
+     * `source` (reusing what that slot caches) and copies that state into each of `targets`, so
+     * each slot's generation has only the last prompt token left to evaluate. A slot whose copy
+     * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
+     * had cached before (the request's cached tokens).
+     */
+    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[]): Promise<number>;
     /** How many leading tokens of `promptTokens` slot `slot` already holds (for prefix-cache routing). */
     cachedPrefixLength(slot: number, promptTokens: readonly number[]): number;
     /** Starts generating in slot `slot` (0 ≤ slot < runtime.slots); the caller owns the slot until the stream ends. */

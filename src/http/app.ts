@@ -1,55 +1,96 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
-import { NotFoundError } from "../errors.js";
+import { NotFoundError, ShuttingDownError } from "../errors.js";
+import { MapleMetrics } from "../metrics/metrics.js";
 import type { ModelHost } from "../server/modelHost.js";
 import { createBearerCheck } from "./auth.js";
-import { errorHandler } from "./errorHandler.js";
+import { clientErrorHandler, errorHandler } from "./errorHandler.js";
+import { registerJsonBodyParser } from "./jsonBody.js";
 import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
+import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
+import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
+import { tokenizeRoute } from "./routes/tokenize.js";
 
 export interface AppOptions {
     config: MapleConfig;
     host: ModelHost;
     logger: FastifyBaseLogger;
     version: string;
+    /** Aborted when the shutdown grace period ends: generations still running end with an error. */
+    shutdownSignal: AbortSignal;
 }
 
-/** Routes that answer without the API key, so orchestrators can probe them. */
-const openRoutes = new Set(["/health"]);
+/** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC). */
+function openRoutes(config: MapleConfig): Set<string> {
+    return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : [])]);
+}
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
-export function buildApp({ config, host, logger, version }: AppOptions): FastifyInstance {
+export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
     const app = Fastify({
         loggerInstance: logger,
         bodyLimit: config.maxBodyBytes,
-        // A slow client (slowloris) cannot hold a connection forever.
+        // A slow client (slowloris) cannot hold a connection forever: its headers must arrive
+        // within headersTimeout and the whole request within requestTimeout (Node answers 408
+        // through clientErrorHandler). Neither bounds the response: a long generation streams on.
+        // Node checks both every connectionsCheckingInterval (default 30 s, which would let a
+        // 20 s limit stretch to 50 s).
         connectionTimeout: 0,
         requestTimeout: 120_000,
         keepAliveTimeout: 5_000,
-        return503OnClosing: true,
+        http: { headersTimeout: 20_000, connectionsCheckingInterval: 2_000 },
+        // Model ids in /v1/models/{id} may be long; the URL itself is bounded by Node's 16 KiB header limit.
+        routerOptions: { maxParamLength: 16_384 },
+        // A URL that does not decode, and requests Node cannot parse, in OpenAI's shape like every other error.
+        frameworkErrors: errorHandler,
+        clientErrorHandler,
+        // Requests that arrive while closing get Maple's own OpenAI-shaped 503 (hook below).
+        return503OnClosing: false,
         genReqId: () => Math.random().toString(36).slice(2, 10)
     });
 
     app.setErrorHandler(errorHandler);
+    registerJsonBodyParser(app);
+    let closing = false;
+    app.addHook("preClose", async () => {
+        closing = true;
+    });
+    app.addHook("onRequest", async () => {
+        if (closing) throw new ShuttingDownError();
+    });
     app.setNotFoundHandler((request) => {
         throw new NotFoundError(`Unknown route: ${request.method} ${request.url.split("?")[0]}`, null, "unknown_route");
     });
 
     if (config.apiKey !== undefined) {
         const checkBearer = createBearerCheck(config.apiKey);
+        const open = openRoutes(config);
         app.addHook("onRequest", async (request) => {
-            if (!openRoutes.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
+            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
         });
     }
+
+    const metrics = new MapleMetrics({
+        readLoad: () => {
+            const state = host.state;
+            return state.status === "ready" ? { running: state.scheduler.active, waiting: state.scheduler.queueDepth } : undefined;
+        }
+    });
+    // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
+    app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));
+    app.addHook("onClose", async () => metrics.clear());
 
     const context: RouteContext = {
         config,
         host,
+        metrics,
         version,
         createdAt: Math.floor(Date.now() / 1000),
+        shutdownSignal,
         samplingDefaults: {
             temperature: config.temperature,
             maxNewTokens: config.maxNewTokens,
@@ -66,5 +107,8 @@ export function buildApp({ config, host, logger, version }: AppOptions): Fastify
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    tokenizeRoute(app, context);
+    detokenizeRoute(app, context);
+    metricsRoute(app, context);
     return app;
 }

@@ -1,19 +1,21 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { InvalidRequestError, isAbortError, MapleError, PayloadTooLargeError, ServerError } from "../errors.js";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { ConnectionError, FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import {
+    InvalidRequestError, isAbortError, MapleError, PayloadTooLargeError, ServerError, UnsupportedMediaTypeError
+} from "../errors.js";
 
-/** Fastify's own client errors (body parsing, limits), in Maple's error shape. */
+/** Fastify's own client errors (body reading, limits, URLs), in Maple's error shape. JSON parsing is ours (jsonBody.ts). */
 function fromFastifyError(error: FastifyError): MapleError | undefined {
     switch (error.code) {
-        case "FST_ERR_CTP_INVALID_JSON_BODY":
-        case "FST_ERR_CTP_EMPTY_JSON_BODY":
-            return new InvalidRequestError(`We could not parse the JSON body of your request: ${error.message}`, "body");
         case "FST_ERR_CTP_BODY_TOO_LARGE":
-            return new PayloadTooLargeError(`The request body is larger than the limit (MAPLE_MAX_BODY_BYTES).`);
+            return new PayloadTooLargeError("The request body is larger than the limit (MAPLE_MAX_BODY_BYTES).");
         case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-            return new MapleError(415, "invalid_request_error", "Unsupported Content-Type: send 'Content-Type: application/json'.",
-                { param: "Content-Type", code: "unsupported_media_type" });
+            return new UnsupportedMediaTypeError();
         case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
             return new InvalidRequestError("The Content-Length header does not match the body.", "Content-Length");
+        case "FST_ERR_BAD_URL":
+            return new InvalidRequestError("The URL has a percent-escape that does not decode (such as %E0%A4%A).", "url");
         default:
             break;
     }
@@ -30,13 +32,13 @@ export function toMapleError(error: unknown): MapleError {
         const mapped = fromFastifyError(error as FastifyError);
         if (mapped !== undefined) return mapped;
     }
-    if (error instanceof SyntaxError) return new InvalidRequestError(`We could not parse the JSON body of your request: ${error.message}`, "body");
     return new ServerError();
 }
 
 /**
  * The one place errors become OpenAI-shaped responses. Client errors are logged at info without a
- * stack; anything else is logged with its stack and answered without internals.
+ * stack; anything else is logged with its stack and answered without internals. Fastify's
+ * `frameworkErrors` (a URL that does not decode) come here too.
  */
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
     if (isAbortError(error)) {
@@ -52,4 +54,34 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
         request.log.info({ status: mapped.status, code: mapped.code, param: mapped.param }, mapped.message);
     }
     void reply.code(mapped.status).headers(mapped.headers).type("application/json").send(mapped.toJSON());
+}
+
+/** Node's HTTP parser errors, before any route runs: Fastify's default answers these in its own shape. */
+function fromConnectionError(error: ConnectionError): MapleError {
+    switch (error.code) {
+        case "ERR_HTTP_REQUEST_TIMEOUT":
+            return new MapleError(408, "invalid_request_error", "The request did not arrive in time: its headers or body were too slow.",
+                { code: "request_timeout" });
+        case "HPE_HEADER_OVERFLOW":
+            return new MapleError(431, "invalid_request_error", "The request headers are too large.", { param: "headers", code: "headers_too_large" });
+        default:
+            return new InvalidRequestError("The HTTP request could not be parsed.", null, "malformed_http");
+    }
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node could not parse, or one too slow to arrive
+ * (headersTimeout / requestTimeout), gets an OpenAI-shaped answer and the connection is closed.
+ */
+export function clientErrorHandler(this: { log: FastifyRequest["log"] }, error: ConnectionError, socket: Socket): void {
+    // A reset connection has nobody to answer (Fastify's default does the same).
+    if (error.code === "ECONNRESET" || socket.destroyed) return;
+    const mapped = fromConnectionError(error);
+    this.log.info({ status: mapped.status, code: error.code }, "client error before routing");
+    if (socket.writable) {
+        const body = JSON.stringify(mapped.toJSON());
+        socket.write(`HTTP/1.1 ${mapped.status} ${STATUS_CODES[mapped.status] ?? ""}\r\n`
+            + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy(error);
 }

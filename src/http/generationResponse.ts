@@ -1,28 +1,84 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { isAbortError, RequestAbortedError } from "../errors.js";
-import type { GenerationSummary, TextGeneration } from "../generation/generateText.js";
+import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
+import type { GeneratedPiece, GenerationSummary, TextGeneration } from "../generation/generateText.js";
 import { toMapleError } from "./errorHandler.js";
+import type { RequestCancellation } from "./requestSignal.js";
 import { SseStream } from "./sse.js";
 
-/** Runs a generation to its end for a non-streaming response; `onText` sees every piece of text. */
-export async function collectGeneration(generation: TextGeneration, onText: (text: string) => void): Promise<GenerationSummary> {
+/** An abort is the client's doing (nobody to answer) unless the server is shutting down. */
+function abortError(cancellation: RequestCancellation): Error {
+    return cancellation.shutdown.aborted && !cancellation.clientGone.aborted ? new ShuttingDownError() : new RequestAbortedError();
+}
+
+/**
+ * With MAPLE_LOG_PROMPTS, the prompt and the raw output are logged at debug level; otherwise logs
+ * never contain them.
+ */
+export interface TextLog {
+    request: FastifyRequest;
+    prompt: string | number[];
+}
+
+/** One choice's output as one string; the choices of an n > 1 request as a list. */
+function logText(log: TextLog | undefined, outputs: string[][]): void {
+    const texts = outputs.map((output) => output.join(""));
+    log?.request.log.debug({ prompt: log.prompt, output: texts.length === 1 ? texts[0] : texts }, "generation text");
+}
+
+/**
+ * Runs the choices of one request side by side (the engine steps all running generations
+ * together, so one consumed after the other would stall). `onPiece` and `onEnd` see each choice's
+ * pieces and summary as they come. When a choice fails the others are cancelled, and the error
+ * thrown is the failure rather than the cancellations it caused.
+ */
+async function runChoices(generations: readonly TextGeneration[], onPiece: (choice: number, piece: GeneratedPiece) => Promise<void> | void,
+    onEnd: (choice: number, summary: GenerationSummary) => Promise<void> | void, log?: TextLog): Promise<GenerationSummary[]> {
+    const outputs = generations.map((): string[] => []);
+    const results = await Promise.allSettled(generations.map(async (generation, choice) => {
+        try {
+            let next = await generation.pieces.next();
+            for (; !next.done; next = await generation.pieces.next()) {
+                await onPiece(choice, next.value);
+                if (log !== undefined) outputs[choice]!.push(next.value.text);
+            }
+            await onEnd(choice, next.value);
+            return next.value;
+        } catch (error) {
+            generation.cancel();
+            throw error;
+        } finally {
+            generation.close();
+        }
+    }));
+    const failures = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
+    if (failures.length > 0) throw failures.find((failure) => !isAbortError(failure)) ?? failures[0];
+    logText(log, outputs);
+    return results.map((result) => (result as PromiseFulfilledResult<GenerationSummary>).value);
+}
+
+/**
+ * Runs the generations (the n choices of one request) to their end for a non-streaming response;
+ * `onPiece` sees every piece of each choice.
+ */
+export async function collectGenerations(generations: readonly TextGeneration[], cancellation: RequestCancellation,
+    onPiece: (choice: number, piece: GeneratedPiece) => void, log?: TextLog): Promise<GenerationSummary[]> {
     try {
-        let next = await generation.pieces.next();
-        for (; !next.done; next = await generation.pieces.next()) onText(next.value.text);
-        return next.value;
+        return await runChoices(generations, onPiece, () => undefined, log);
     } catch (error) {
-        if (isAbortError(error)) throw new RequestAbortedError();
+        if (isAbortError(error)) throw abortError(cancellation);
         throw error;
-    } finally {
-        generation.close();
     }
 }
 
 /** The events of one streamed response, in OpenAI's chunk shapes. */
 export interface StreamEvents {
     start(): unknown[];
-    text(text: string): unknown[];
-    end(summary: GenerationSummary): unknown[];
+    /** One generated token of choice `choice` (its text may be empty). */
+    piece(choice: number, piece: GeneratedPiece): unknown[];
+    /** Choice `choice` ended (its finish chunk). */
+    end(choice: number, summary: GenerationSummary): unknown[];
+    /** Every choice ended (the usage chunk). */
+    done(summaries: readonly GenerationSummary[]): unknown[];
 }
 
 /**
@@ -30,27 +86,30 @@ export interface StreamEvents {
  * followed by [DONE]; a client that went away just ends the stream (its signal already stopped
  * the engine), with no error event and a quiet log line.
  */
-export async function streamGeneration(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal,
-    generation: TextGeneration, events: StreamEvents): Promise<void> {
+export async function streamGenerations(request: FastifyRequest, reply: FastifyReply, cancellation: RequestCancellation,
+    generations: readonly TextGeneration[], events: StreamEvents, log?: TextLog): Promise<void> {
     const sse = new SseStream(reply);
+    // Each chunk is one write, so the choices' chunks interleave whole.
     const sendAll = async (chunks: unknown[]): Promise<void> => {
         for (const chunk of chunks) await sse.send(chunk);
     };
     try {
         await sendAll(events.start());
-        let next = await generation.pieces.next();
-        for (; !next.done; next = await generation.pieces.next()) await sendAll(events.text(next.value.text));
-        await sendAll(events.end(next.value));
+        const summaries = await runChoices(generations,
+            (choice, piece) => sendAll(events.piece(choice, piece)),
+            (choice, summary) => sendAll(events.end(choice, summary)), log);
+        await sendAll(events.done(summaries));
         await sse.done();
     } catch (error) {
-        if (isAbortError(error) || signal.aborted) {
+        if (cancellation.clientGone.aborted) {
             sse.end();
             return;
         }
-        request.log.error({ err: error }, "generation failed mid-stream");
-        await sse.sendError(toMapleError(error));
+        const failure = isAbortError(error) ? abortError(cancellation) : error;
+        if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
+        await sse.sendError(toMapleError(failure));
         await sse.done();
     } finally {
-        generation.close();
+        for (const generation of generations) generation.close();
     }
 }

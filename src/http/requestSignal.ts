@@ -1,10 +1,18 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 /**
- * An AbortSignal that fires when the client goes away before its response is complete: the start
- * of the one signal that runs from the HTTP request down to the engine.
+ * Why a request's generation may stop early. `signal` runs from the HTTP request down to the
+ * engine; the two causes are kept apart because they end differently: a client that went away
+ * gets nothing more (a quiet log line), a shutdown tells the client with an error.
  */
-export function clientGoneSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+export interface RequestCancellation {
+    signal: AbortSignal;
+    clientGone: AbortSignal;
+    shutdown: AbortSignal;
+}
+
+/** Fires `clientGone` when the client disconnects before its response is complete. */
+export function requestCancellation(request: FastifyRequest, reply: FastifyReply, shutdown: AbortSignal): RequestCancellation {
     const controller = new AbortController();
     const onClose = (): void => {
         if (!reply.raw.writableFinished) {
@@ -13,5 +21,5 @@ export function clientGoneSignal(request: FastifyRequest, reply: FastifyReply): 
         }
     };
     reply.raw.once("close", onClose);
-    return controller.signal;
+    return { signal: AbortSignal.any([controller.signal, shutdown]), clientGone: controller.signal, shutdown };
 }

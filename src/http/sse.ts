@@ -14,7 +14,8 @@ export class SseStream {
         reply.raw.writeHead(200, {
             "content-type": "text/event-stream; charset=utf-8",
             "cache-control": "no-cache",
-            connection: "keep-alive",
+            // No Connection header of our own: Node sends keep-alive, or close when the client asked
+            // for it (an explicit keep-alive here kept such sockets open until keepAliveTimeout).
             // Proxies such as nginx would otherwise buffer the stream.
             "x-accel-buffering": "no"
         });

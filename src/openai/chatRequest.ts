@@ -2,8 +2,10 @@ import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
 import type { SamplingOptions } from "../engine/types.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
+import type { AnswerConstraint } from "../chat/answerGrammar.js";
 import { paramPath, parseWire } from "./validation.js";
-import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type SamplingDefaults } from "./sampling.js";
+import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type SamplingDefaults } from "./sampling.js";
+import { answerConstraint, parseResponseFormat } from "./answerConstraint.js";
 
 const textPart = z.object({ type: z.literal("text"), text: z.string() }).passthrough();
 /** Any content part; only `text` is served (a text-only model), the others are refused by name below. */
@@ -60,7 +62,7 @@ const chatWire = z.object({
     include_reasoning: z.boolean().nullish(),
     n: z.number().int().min(1).nullish(),
     logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
     response_format: z.object({ type: z.string() }).passthrough().nullish(),
     ...samplingFields
 });
@@ -82,23 +84,30 @@ export interface ChatRequest {
     grammar: string | undefined;
     templateKwargs: Record<string, unknown>;
     includeReasoning: boolean;
+    /** Choices to generate (n); at most the server's slots, checked by the route. */
+    n: number;
+    /** `logprobs: true`, with `top_logprobs` (0–20) alternatives per token. */
+    logprobs: { top: number } | undefined;
+    /** What the grammar enforces on the answer (`response_format`, `tool_choice` required or named). */
+    answer: AnswerConstraint | undefined;
 }
 
 export function parseChatRequest(body: unknown, defaults: SamplingDefaults): ChatRequest {
     const wire = parseWire(chatWire, body);
-    if ((wire.n ?? 1) !== 1) rejectUnsupported("n", "n must be 1");
-    if (wire.logprobs === true) rejectUnsupported("logprobs", "logprobs is not supported.");
-    if (wire.top_logprobs != null) rejectUnsupported("top_logprobs", "top_logprobs is not supported.");
-    const format = wire.response_format?.type;
-    if (format !== undefined && format !== "text") {
-        rejectUnsupported("response_format", `response_format type '${format}' is not supported; only 'text' is.`);
+    if (wire.top_logprobs != null && wire.logprobs !== true) {
+        throw new InvalidRequestError("top_logprobs needs logprobs set to true.", "top_logprobs");
     }
+    const json = parseResponseFormat(wire.response_format);
     const offered = (wire.tools ?? []).map((tool): ToolDefinition => ({
         name: tool.function.name,
         ...(tool.function.description != null ? { description: tool.function.description } : {}),
         parameters: tool.function.parameters ?? { type: "object", properties: {} }
     }));
     const toolChoice = resolveToolChoice(wire.tool_choice, offered);
+    const answer = answerConstraint(json, toolChoice, offered, wire.parallel_tool_calls !== false);
+    if (answer !== undefined && wire.grammar != null) {
+        throw new InvalidRequestError("grammar cannot be combined with response_format or an enforced tool_choice: both constrain the output.", "grammar");
+    }
     return {
         model: wire.model ?? undefined,
         messages: toChatMessages(wire.messages),
@@ -111,7 +120,10 @@ export function parseChatRequest(body: unknown, defaults: SamplingDefaults): Cha
         includeUsage: wire.stream_options?.include_usage === true,
         grammar: wire.grammar ?? undefined,
         templateKwargs: wire.chat_template_kwargs ?? {},
-        includeReasoning: wire.include_reasoning !== false
+        includeReasoning: wire.include_reasoning !== false,
+        n: wire.n ?? 1,
+        logprobs: wire.logprobs === true ? { top: wire.top_logprobs ?? 0 } : undefined,
+        answer
     };
 }
 

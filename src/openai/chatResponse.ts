@@ -1,7 +1,8 @@
 import type { OutputPart } from "../chat/types.js";
 import type { FinishReason, GenerationSummary } from "../generation/generateText.js";
 import { newId } from "./ids.js";
-import { toWireUsage, type WireUsage } from "./usage.js";
+import { chatLogprobs, type WireChatLogprob } from "./logprobs.js";
+import { toWireUsage, type UsageCounts, type WireUsage } from "./usage.js";
 
 export type ChatFinishReason = FinishReason | "tool_calls";
 
@@ -30,8 +31,8 @@ export function chatFinishReason(summary: GenerationSummary, toolCalls: number):
     return summary.finishReason === "stop" && toolCalls > 0 ? "tool_calls" : summary.finishReason;
 }
 
-function chatUsage(summary: GenerationSummary, reasoningTokens: number): WireUsage {
-    return toWireUsage(summary, reasoningTokens);
+function chatUsage(counts: UsageCounts, reasoningTokens: number): WireUsage {
+    return toWireUsage(counts, reasoningTokens);
 }
 
 /**
@@ -41,7 +42,8 @@ function chatUsage(summary: GenerationSummary, reasoningTokens: number): WireUsa
 export class ChatChunkWriter {
     private toolCallCount = 0;
 
-    constructor(private readonly identity: ChatCompletionIdentity) {}
+    /** `index`: the choice this writer streams (n > 1 interleaves the choices' chunks). */
+    constructor(private readonly identity: ChatCompletionIdentity, private readonly index = 0) {}
 
     private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
         const { id, created, model } = this.identity;
@@ -49,7 +51,14 @@ export class ChatChunkWriter {
     }
 
     private delta(delta: Record<string, unknown>): Record<string, unknown> {
-        return this.chunk([{ index: 0, delta, logprobs: null, finish_reason: null }]);
+        return this.chunk([{ index: this.index, delta, logprobs: null, finish_reason: null }]);
+    }
+
+    /** Puts the logprobs of the tokens whose text `chunks` carry on the first of them. */
+    private withLogprobs(chunks: Record<string, unknown>[], logprobs: WireChatLogprob[] | undefined): Record<string, unknown>[] {
+        const choice = (chunks[0]?.["choices"] as Record<string, unknown>[] | undefined)?.[0];
+        if (choice !== undefined && logprobs !== undefined && logprobs.length > 0) choice["logprobs"] = chatLogprobs(logprobs);
+        return chunks;
     }
 
     /** The first chunk: the openai stream helper needs `role` before anything else. */
@@ -57,8 +66,12 @@ export class ChatChunkWriter {
         return this.delta({ role: "assistant", content: "" });
     }
 
-    /** Chunks for newly decided parts; a tool call is one delta with index, id, type, name and arguments. */
-    parts(parts: readonly OutputPart[]): Record<string, unknown>[] {
+    /**
+     * Chunks for newly decided parts; a tool call is one delta with index, id, type, name and
+     * arguments. `logprobs` (of the tokens not yet sent) go on the first chunk; none is made for
+     * them alone, so the caller keeps them for the next chunk when this returns none.
+     */
+    parts(parts: readonly OutputPart[], logprobs?: WireChatLogprob[]): Record<string, unknown>[] {
         const chunks: Record<string, unknown>[] = [];
         for (const part of parts) {
             if (part.type === "reasoning") {
@@ -71,18 +84,20 @@ export class ChatChunkWriter {
                 this.toolCallCount += 1;
             }
         }
-        return chunks;
+        return this.withLogprobs(chunks, logprobs);
     }
 
-    finish(summary: GenerationSummary): Record<string, unknown> {
-        return this.chunk(
-            [{ index: 0, delta: {}, logprobs: null, finish_reason: chatFinishReason(summary, this.toolCallCount), matched_stop: summary.matchedStop }],
+    /** The choice's last chunk, carrying the logprobs no earlier chunk took. */
+    finish(summary: GenerationSummary, logprobs?: WireChatLogprob[]): Record<string, unknown> {
+        return this.withLogprobs([this.chunk(
+            [{ index: this.index, delta: {}, logprobs: null, finish_reason: chatFinishReason(summary, this.toolCallCount), matched_stop: summary.matchedStop }],
             { metadata: { weight_version: this.identity.weightVersion } }
-        );
+        )], logprobs)[0]!;
     }
 
-    usage(summary: GenerationSummary, reasoningTokens: number): Record<string, unknown> {
-        return this.chunk([], { usage: chatUsage(summary, reasoningTokens) });
+    /** The usage chunk (`choices: []`), for the whole request: `counts` summed over its choices. */
+    usage(counts: UsageCounts, reasoningTokens: number): Record<string, unknown> {
+        return this.chunk([], { usage: chatUsage(counts, reasoningTokens) });
     }
 }
 
@@ -91,8 +106,15 @@ export class ChatMessageCollector {
     private reasoning = "";
     private content = "";
     private readonly toolCalls: WireToolCall[] = [];
+    private readonly logprobs: WireChatLogprob[] = [];
 
-    constructor(private readonly identity: ChatCompletionIdentity) {}
+    /** `index`: the choice this collector builds. */
+    constructor(private readonly identity: ChatCompletionIdentity, private readonly index = 0) {}
+
+    /** With `logprobs: true`: one generated token's entry, in order. */
+    addLogprob(entry: WireChatLogprob): void {
+        this.logprobs.push(entry);
+    }
 
     add(parts: readonly OutputPart[]): void {
         for (const part of parts) {
@@ -102,8 +124,9 @@ export class ChatMessageCollector {
         }
     }
 
-    response(summary: GenerationSummary, reasoningTokens: number): Record<string, unknown> {
-        const { id, created, model, includeReasoning, weightVersion } = this.identity;
+    /** This choice of the `chat.completion`; `withLogprobs`: the request asked for them. */
+    choice(summary: GenerationSummary, withLogprobs: boolean): Record<string, unknown> {
+        const { includeReasoning } = this.identity;
         const onlyToolCalls = this.toolCalls.length > 0 && this.content.trim() === "";
         const message: Record<string, unknown> = {
             role: "assistant",
@@ -112,15 +135,21 @@ export class ChatMessageCollector {
             ...(this.toolCalls.length > 0 ? { tool_calls: this.toolCalls } : {})
         };
         return {
-            id, object: "chat.completion", created, model,
-            choices: [{
-                index: 0, message, logprobs: null,
-                finish_reason: chatFinishReason(summary, this.toolCalls.length),
-                matched_stop: summary.matchedStop
-            }],
-            usage: chatUsage(summary, reasoningTokens),
-            metadata: { weight_version: weightVersion }
+            index: this.index, message, logprobs: withLogprobs ? chatLogprobs(this.logprobs) : null,
+            finish_reason: chatFinishReason(summary, this.toolCalls.length),
+            matched_stop: summary.matchedStop
         };
     }
+}
+
+/** The non-streaming `chat.completion`: its choices, and the usage of all of them (`counts` summed). */
+export function chatCompletion(identity: ChatCompletionIdentity, choices: Record<string, unknown>[], counts: UsageCounts,
+    reasoningTokens: number): Record<string, unknown> {
+    const { id, created, model, weightVersion } = identity;
+    return {
+        id, object: "chat.completion", created, model, choices,
+        usage: chatUsage(counts, reasoningTokens),
+        metadata: { weight_version: weightVersion }
+    };
 }
 

@@ -13,7 +13,8 @@ const completionsWire = z.object({
     }),
     echo: z.boolean().nullish(),
     suffix: z.string().nullish(),
-    logprobs: z.number().int().nullish(),
+    // OpenAI's limit for the legacy endpoint.
+    logprobs: z.number().int().min(0).max(5).nullish(),
     n: z.number().int().min(1).nullish(),
     best_of: z.number().int().min(1).nullish(),
     ...samplingFields
@@ -30,15 +31,18 @@ export interface CompletionRequest {
     stream: boolean;
     includeUsage: boolean;
     grammar: string | undefined;
+    /** Choices to generate (n); at most the server's slots, checked by the route. */
+    n: number;
+    /** `logprobs`: the sampled token's and this many (0–5) alternatives per token. */
+    logprobs: { top: number } | undefined;
 }
 
 export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults): CompletionRequest {
     const wire = parseWire(completionsWire, body);
     if (wire.echo === true) rejectUnsupported("echo", "echo is not supported.");
     if (wire.suffix != null && wire.suffix !== "") rejectUnsupported("suffix", "suffix is not supported.");
-    if (wire.logprobs != null) rejectUnsupported("logprobs", "logprobs is not supported on /v1/completions.");
-    if ((wire.n ?? 1) !== 1) rejectUnsupported("n", "n must be 1");
-    if ((wire.best_of ?? 1) !== 1) rejectUnsupported("best_of", "best_of must be 1");
+    // best_of equal to n is plain n; more would need ranking the choices.
+    if ((wire.best_of ?? 1) !== 1 && wire.best_of !== wire.n) rejectUnsupported("best_of", "best_of must be 1 (or equal to n)");
     return {
         model: wire.model ?? undefined,
         prompt: singlePrompt(wire.prompt),
@@ -47,7 +51,9 @@ export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults
         stop: toStopList(wire.stop),
         stream: wire.stream === true,
         includeUsage: wire.stream_options?.include_usage === true,
-        grammar: wire.grammar ?? undefined
+        grammar: wire.grammar ?? undefined,
+        n: wire.n ?? 1,
+        logprobs: wire.logprobs == null ? undefined : { top: wire.logprobs }
     };
 }
 

@@ -1,5 +1,5 @@
 import { ContextLengthExceededError, InvalidRequestError } from "../errors.js";
-import type { Engine } from "../engine/types.js";
+import type { Engine, SamplingOptions } from "../engine/types.js";
 
 /** The longest prompt a request may send: MAPLE_MAX_PROMPT_TOKENS, and always room for one generated token. */
 export function promptTokenLimit(engine: Engine, maxPromptTokens: number | undefined): number {
@@ -27,5 +27,15 @@ export function checkPromptLength(tokens: readonly number[], limit: number, para
     if (tokens.length > limit) {
         throw new ContextLengthExceededError(
             `This model's maximum prompt length is ${limit} tokens; your prompt has ${tokens.length} tokens. Shorten it.`, param);
+    }
+}
+
+/** `logit_bias` keys are token ids: each must be in the vocabulary (400 naming `logit_bias`). */
+export function checkLogitBias(engine: Pick<Engine, "isValidToken" | "model">, sampling: SamplingOptions): void {
+    for (const token of sampling.logitBias?.keys() ?? []) {
+        if (!engine.isValidToken(token)) {
+            throw new InvalidRequestError(
+                `logit_bias names token id ${token}, which is outside the model's vocabulary (0 to ${engine.model.vocabularySize - 1}).`, "logit_bias");
+        }
     }
 }

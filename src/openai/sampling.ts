@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
 import type { SamplingOptions } from "../engine/types.js";
+import { findGrammarDeadEnd } from "./grammarDeadEnd.js";
 
 /** Maximum stop strings per request (OpenAI allows 4; llama-server and vLLM take more). */
 export const maxStopStrings = 16;
@@ -11,8 +12,9 @@ const finite = z.number({ invalid_type_error: "must be a number" }).finite();
 export const samplingFields = {
     temperature: finite.min(0).max(2).nullish(),
     top_p: finite.gt(0).max(1).nullish(),
-    // vLLM's -1 and llama-server's 0 both mean "no top-k".
-    top_k: z.number().int().min(-1).nullish(),
+    // vLLM's -1 and llama-server's 0 both mean "no top-k". llama.cpp reads it as a 32-bit int:
+    // a larger one would wrap (2^32 + 5 → 5), so it is refused rather than silently changed.
+    top_k: z.number().int().min(-1).max(2 ** 31 - 1).nullish(),
     min_p: finite.min(0).max(1).nullish(),
     repetition_penalty: finite.gt(0).max(10).nullish(),
     presence_penalty: finite.min(-2).max(2).nullish(),
@@ -25,8 +27,14 @@ export const samplingFields = {
     ]).nullish(),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
-    grammar: z.string().nullish(),
+    // llama.cpp's own parser reports malformed grammars; this refuses the well-formed ones that would end the process.
+    grammar: z.string().superRefine((gbnf, context) => {
+        const deadEnd = findGrammarDeadEnd(gbnf);
+        if (deadEnd !== undefined) context.addIssue({ code: z.ZodIssueCode.custom, message: `${deadEnd}, so a generation that reaches it cannot go on.` });
+    }).nullish(),
     ignore_eos: z.boolean().nullish(),
+    // OpenAI's: token id (a string key) → bias added to its logit, -100 (banned) to 100.
+    logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), finite.min(-100).max(100)).nullish(),
     user: z.unknown().optional()
 };
 
@@ -39,7 +47,7 @@ export interface SamplingDefaults {
 type SamplingWire = {
     temperature?: number | null; top_p?: number | null; top_k?: number | null; min_p?: number | null;
     repetition_penalty?: number | null; presence_penalty?: number | null; frequency_penalty?: number | null; seed?: number | null;
-    ignore_eos?: boolean | null;
+    ignore_eos?: boolean | null; logit_bias?: Record<string, number> | null;
 };
 
 /** Wire sampling fields → the engine's, with Maple's defaults (spec: top_p 0.95, top_k 20). */
@@ -55,8 +63,16 @@ export function toSamplingOptions(wire: SamplingWire, defaults: SamplingDefaults
         repetitionPenalty: wire.repetition_penalty ?? undefined,
         presencePenalty: wire.presence_penalty ?? undefined,
         frequencyPenalty: wire.frequency_penalty ?? undefined,
-        ignoreEos: wire.ignore_eos ?? undefined
+        ignoreEos: wire.ignore_eos ?? undefined,
+        logitBias: toLogitBias(wire.logit_bias)
     };
+}
+
+/** -100 bans the token outright (OpenAI: "should result in a ban"); other values are added to its logit. */
+function toLogitBias(wire: Record<string, number> | null | undefined): Map<number, number> | undefined {
+    if (wire == null) return undefined;
+    const entries = Object.entries(wire).map(([token, bias]): [number, number] => [Number(token), bias <= -100 ? Number.NEGATIVE_INFINITY : bias]);
+    return entries.length === 0 ? undefined : new Map(entries);
 }
 
 /** max_tokens: the default when absent, capped (not refused) at the limit. */
@@ -72,4 +88,11 @@ export function toStopList(stop: string | string[] | null | undefined): string[]
 /** Rejects a field Maple does not support, naming it (the spec's 400 for unsupported fields). */
 export function rejectUnsupported(param: string, message: string): never {
     throw new InvalidRequestError(message, param);
+}
+
+/** n > 1 choices run side by side, one slot each: more than the server's slots is a 400 naming `n`. */
+export function checkChoiceCount(n: number, slots: number): void {
+    if (n > slots) {
+        throw new InvalidRequestError(`n is ${n}, but this server generates at most ${slots} choices at once (MAPLE_PARALLEL slots).`, "n");
+    }
 }

@@ -10,7 +10,22 @@ export interface WireUsage {
     reasoning_tokens?: number;
 }
 
-export function toWireUsage(summary: GenerationSummary, reasoningTokens?: number): WireUsage {
+/** Token counts of one generation, or the sum over the choices of an n > 1 request (see `sumCounts`). */
+export type UsageCounts = Pick<GenerationSummary, "promptTokens" | "completionTokens" | "cachedTokens">;
+
+/**
+ * The counts of a request from its choices' summaries: each choice counts its own generated
+ * tokens, and only the first counts the prompt (evaluated once), so the sums are the request's.
+ */
+export function sumCounts(summaries: readonly UsageCounts[]): UsageCounts {
+    return summaries.reduce<UsageCounts>((sum, summary) => ({
+        promptTokens: sum.promptTokens + summary.promptTokens,
+        completionTokens: sum.completionTokens + summary.completionTokens,
+        cachedTokens: sum.cachedTokens + summary.cachedTokens
+    }), { promptTokens: 0, completionTokens: 0, cachedTokens: 0 });
+}
+
+export function toWireUsage(summary: UsageCounts, reasoningTokens?: number): WireUsage {
     const usage: WireUsage = {
         prompt_tokens: summary.promptTokens,
         completion_tokens: summary.completionTokens,

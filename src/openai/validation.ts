@@ -9,7 +9,7 @@ export function paramPath(path: readonly (string | number)[]): string {
 /** Validates a wire body, turning the first problem into a 400 that names its param. */
 export function parseWire<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
     if (body === null || typeof body !== "object" || Array.isArray(body)) {
-        throw new InvalidRequestError("The request body must be a JSON object.");
+        throw new InvalidRequestError("The request body must be a JSON object.", "body");
     }
     const result = schema.safeParse(body);
     if (result.success) return result.data;

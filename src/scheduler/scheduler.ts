@@ -23,8 +23,10 @@ export interface SlotLease extends Disposable {
 
 interface Waiter {
     promptTokens: readonly number[];
+    /** Slots wanted at once (n > 1 choices). */
+    count: number;
     enqueuedAt: number;
-    grant(slot: number): void;
+    grant(slots: number[]): void;
 }
 
 /**
@@ -62,15 +64,29 @@ export class Scheduler {
      * Waits for a slot. Rejects with EngineOverloadedError when the queue is full or the wait
      * times out, and with RequestAbortedError when `signal` aborts first.
      */
-    acquire(promptTokens: readonly number[], signal: AbortSignal): Promise<SlotLease> {
+    async acquire(promptTokens: readonly number[], signal: AbortSignal): Promise<SlotLease> {
+        return (await this.acquireMany(1, promptTokens, signal))[0]!;
+    }
+
+    /**
+     * Waits for `count` slots at once (n > 1 choices share one prompt), 1 ≤ count ≤ `slots`; the
+     * first lease is the slot holding the longest prefix of the prompt. The queue stays FIFO: a
+     * request for several slots is not overtaken by later ones while it waits. Rejects as `acquire`.
+     */
+    acquireMany(count: number, promptTokens: readonly number[], signal: AbortSignal): Promise<SlotLease[]> {
+        if (!Number.isInteger(count) || count < 1 || count > this.options.slots) {
+            return Promise.reject(new RangeError(`cannot hold ${count} of ${this.options.slots} slots`));
+        }
         if (signal.aborted) return Promise.reject(new RequestAbortedError());
         const enqueuedAt = performance.now();
-        if (this.freeSlots.length > 0) return Promise.resolve(this.lease(this.takeFreeSlot(promptTokens), enqueuedAt));
+        if (this.waiters.length === 0 && this.freeSlots.length >= count) {
+            return Promise.resolve(this.takeFreeSlots(count, promptTokens).map((slot) => this.lease(slot, enqueuedAt)));
+        }
         if (this.waiters.length >= this.options.maxQueueDepth) {
             return Promise.reject(new EngineOverloadedError(
-                `The server is busy: ${this.waiters.length} requests are already waiting (MAPLE_MAX_QUEUE_DEPTH). Retry later.`));
+                `The server is busy: ${this.waiters.length} requests are already waiting (MAPLE_MAX_QUEUE_DEPTH). Retry later.`, "queue_full"));
         }
-        return new Promise<SlotLease>((resolve, reject) => {
+        return new Promise<SlotLease[]>((resolve, reject) => {
             const leave = (): void => {
                 clearTimeout(timer);
                 signal.removeEventListener("abort", onAbort);
@@ -79,24 +95,42 @@ export class Scheduler {
             };
             const onAbort = (): void => {
                 leave();
+                this.grantWaiters();
                 reject(new RequestAbortedError());
             };
             const timer = setTimeout(() => {
                 leave();
+                this.grantWaiters();
                 reject(new EngineOverloadedError(
-                    `Timed out after ${this.options.queueTimeoutMs / 1000} s waiting for a free slot (MAPLE_QUEUE_TIMEOUT). Retry later.`));
+                    `Timed out after ${this.options.queueTimeoutMs / 1000} s waiting for a free slot (MAPLE_QUEUE_TIMEOUT). Retry later.`, "queue_timeout"));
             }, this.options.queueTimeoutMs);
             const waiter: Waiter = {
                 promptTokens,
+                count,
                 enqueuedAt,
-                grant: (slot) => {
+                grant: (slots) => {
                     leave();
-                    resolve(this.lease(slot, enqueuedAt));
+                    resolve(slots.map((slot) => this.lease(slot, enqueuedAt)));
                 }
             };
             signal.addEventListener("abort", onAbort, { once: true });
             this.waiters.push(waiter);
         });
+    }
+
+    /** Serves waiters in order while the first one's slots are free (one that wants several may hold up the rest). */
+    private grantWaiters(): void {
+        for (let next = this.waiters[0]; next !== undefined && next.count <= this.freeSlots.length; next = this.waiters[0]) {
+            next.grant(this.takeFreeSlots(next.count, next.promptTokens));
+        }
+    }
+
+    /** The free slot holding the longest prefix first, then the least recently used others. */
+    private takeFreeSlots(count: number, promptTokens: readonly number[]): number[] {
+        const slots = [this.takeFreeSlot(promptTokens)];
+        // The others get the first one's state copied in: which ones matters only for the LRU order.
+        while (slots.length < count) slots.push(this.takeFreeSlot([]));
+        return slots;
     }
 
     /** The free slot holding the longest prefix of the prompt; on a tie, the least recently used one. */
@@ -123,8 +157,7 @@ export class Scheduler {
             this.lastReleased[slot] = this.releases;
             this.freeSlots.push(slot);
             this.freeSlots.sort((a, b) => a - b);
-            const next = this.waiters[0];
-            if (next !== undefined) next.grant(this.takeFreeSlot(next.promptTokens));
+            this.grantWaiters();
         };
         return { slot, waitedMs: performance.now() - enqueuedAt, release, [Symbol.dispose]: release };
     }

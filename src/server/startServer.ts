@@ -26,7 +26,12 @@ export interface RunningServer {
     url: string;
     /** Settles when the model is loaded (resolves) or failed to load (rejects). */
     ready: Promise<Engine>;
-    close(): Promise<void>;
+    /**
+     * Stops accepting requests (new ones get 503 server_shutting_down), lets in-flight requests
+     * finish for up to `graceMs` (default 0: cancel at once), then cancels the rest with an error
+     * and frees the engine.
+     */
+    close(options?: { graceMs?: number }): Promise<void>;
 }
 
 export const version: string = (JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -38,7 +43,8 @@ export const version: string = (JSON.parse(await readFile(new URL("../../../pack
 export async function startServer(config: MapleConfig, options: StartServerOptions = {}): Promise<RunningServer> {
     const logger = options.logger ?? createLogger(config.logLevel);
     const host = new ModelHost();
-    const app = buildApp({ config, host, logger, version });
+    const shutdown = new AbortController();
+    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal });
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === "object" && address !== null ? address.port : config.port;
@@ -52,11 +58,13 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     let closed = false;
     return {
         app, host, url, ready,
-        async close() {
+        async close({ graceMs = 0 } = {}) {
             if (closed) return;
             closed = true;
             loading.abort();
+            const grace = setTimeout(() => shutdown.abort(), graceMs);
             await app.close();
+            clearTimeout(grace);
             const engine = await ready.catch(() => undefined);
             await engine?.dispose();
         }
@@ -111,7 +119,9 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         return engine;
     } catch (error) {
         host.setFailed(error as Error);
-        if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
+        // A bad model spec is the user's mistake: one clear line, no stack trace.
+        if (error instanceof ModelSpecError) logger.error(error.message);
+        else if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
         throw error;
     }
 }

@@ -20,7 +20,7 @@ export interface TestServer extends RunningServer {
  * A real Maple server on a loopback port with the real engine on a synthetic model. One thread:
  * test files run one at a time, but a file may start more than one engine.
  */
-export async function startTestServer(overrides: Partial<MapleConfig> = {}, options: { waitReady?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<MapleConfig> = {}, options: { waitReady?: boolean; logStream?: NodeJS.WritableStream } = {}): Promise<TestServer> {
     const config = defaultConfig({
         model: "synthetic:maple-tiny",
         host: "127.0.0.1",
@@ -31,7 +31,7 @@ export async function startTestServer(overrides: Partial<MapleConfig> = {}, opti
         logLevel: "silent",
         ...overrides
     });
-    const server = await startServer(config, { logger: createLogger(config.logLevel) });
+    const server = await startServer(config, { logger: createLogger(config.logLevel, options.logStream) });
     if (options.waitReady !== false) await server.ready;
     const request = (path: string, init?: RequestInit): Promise<Response> => fetch(`${server.url}${path}`, init);
     return {

@@ -103,6 +103,21 @@ describe("POST /v1/completions", () => {
         }
     });
 
+    it("ignore_eos generates exactly max_tokens, never stopping at an end-of-generation token", async () => {
+        // <|im_end|> (151645) pushed up so far that the model ends at once without ignore_eos.
+        const imEnd = 151645;
+        const ended = await server.post("/v1/completions", { prompt: "x", max_tokens: 48, logit_bias: { [imEnd]: 100 }, seed: 1 });
+        const endedBody = await ended.json() as { choices: { finish_reason: string; matched_stop: unknown }[]; usage: { completion_tokens: number } };
+        assert.equal(endedBody.usage.completion_tokens, 0);
+        assert.equal(endedBody.choices[0]!.matched_stop, imEnd);
+        for (const seed of [1, 2]) {
+            const response = await server.post("/v1/completions", { prompt: "x", max_tokens: 48, ignore_eos: true, logit_bias: { [imEnd]: 100 }, temperature: 1.5, seed });
+            const body = await response.json() as { choices: { finish_reason: string }[]; usage: { completion_tokens: number } };
+            assert.equal(body.usage.completion_tokens, 48);
+            assert.equal(body.choices[0]!.finish_reason, "length");
+        }
+    });
+
     it("is reproducible with a seed, and greedy at temperature 0", async () => {
         const run = async (body: object): Promise<string> => {
             const response = await server.post("/v1/completions", { prompt: "Once upon a time", max_tokens: 12, ...body });
@@ -132,8 +147,8 @@ describe("POST /v1/completions", () => {
     for (const [name, body, param] of [
         ["echo", { prompt: "x", echo: true }, "echo"],
         ["suffix", { prompt: "x", suffix: "y" }, "suffix"],
-        ["logprobs", { prompt: "x", logprobs: 2 }, "logprobs"],
-        ["n > 1", { prompt: "x", n: 2 }, "n"],
+        ["logprobs over 5", { prompt: "x", logprobs: 6 }, "logprobs"],
+        ["n beyond the slots", { prompt: "x", n: 99 }, "n"],
         ["batch prompts", { prompt: ["a", "b"] }, "prompt"],
         ["batch token lists", { prompt: [[1, 2], [3]] }, "prompt"],
         ["token ids outside the vocabulary", { prompt: [1, 99999999] }, "prompt"],
@@ -168,7 +183,7 @@ describe("POST /v1/completions", () => {
 
     it("surfaces errors as the openai SDK's typed errors", async () => {
         await assert.rejects(
-            server.client.completions.create({ model: "m", prompt: "x", n: 3 }),
+            server.client.completions.create({ model: "m", prompt: "x", n: 99 }),
             (error: unknown) => error instanceof Error && (error as { status?: number }).status === 400 && (error as { param?: string }).param === "n"
         );
     });

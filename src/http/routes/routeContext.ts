@@ -1,4 +1,5 @@
 import type { MapleConfig } from "../../config/settings.js";
+import type { MapleMetrics } from "../../metrics/metrics.js";
 import type { SamplingDefaults } from "../../openai/sampling.js";
 import type { ModelHost } from "../../server/modelHost.js";
 
@@ -6,10 +7,14 @@ import type { ModelHost } from "../../server/modelHost.js";
 export interface RouteContext {
     config: MapleConfig;
     host: ModelHost;
+    /** This server's Prometheus metrics; generation routes pass `metrics.observeGeneration()` to each generation. */
+    metrics: MapleMetrics;
     samplingDefaults: SamplingDefaults;
     version: string;
     /** Unix seconds reported as the model's `created`. */
     createdAt: number;
+    /** Aborts when the server's shutdown grace period is over: running generations end with an error. */
+    shutdownSignal: AbortSignal;
     /** The model id to echo; 404 under MAPLE_STRICT_MODEL when the request names another. */
     checkModel(requested: string | undefined): string;
 }

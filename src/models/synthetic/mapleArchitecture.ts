@@ -2,7 +2,7 @@ import { attentionTensors, embeddingTensors, normWeight, projectionWeight } from
 import { commonMetadata } from "./commonMetadata.js";
 import { GgmlType } from "./ggmlTypes.js";
 import { LlamaFileType } from "./llamaFileTypes.js";
-import { mapleChatTemplate } from "./mapleChatTemplate.js";
+import { mapleChatTemplate } from "../../chat/templates/maple.js";
 import { boolArray, f32Array, u32, type MetadataEntries } from "./metadataValues.js";
 import type { MapleModelSpec } from "./modelSpec.js";
 import type { TensorPlan } from "./tensorPlan.js";
@@ -36,7 +36,7 @@ export function mapleMetadata(spec: MapleModelSpec): MetadataEntries {
     }
     const fileType = spec.experts.type === GgmlType.TQ2_0 ? LlamaFileType.MostlyTQ2_0 : LlamaFileType.MostlyQ8_0;
     return {
-        ...commonMetadata(spec, fileType, mapleChatTemplate()),
+        ...commonMetadata(spec, fileType, mapleChatTemplate),
         "maple.rope.dimension_count": u32(spec.attention.headDim),
         "maple.expert_count": u32(spec.experts.count),
         "maple.expert_used_count": u32(spec.experts.usedCount),
