@@ -1,0 +1,340 @@
+import fc from "fast-check";
+
+/**
+ * Generators of hostile OpenAI request bodies for the fuzz suite: every field of
+ * /v1/completions and /v1/chat/completions gets plausible values and wrong ones (types, ranges,
+ * sizes, encodings), a few fields at a time, so that a body often gets past the first check and
+ * reaches the deeper ones (template, tokenizer, grammar, engine).
+ */
+
+/** The synthetic models' vocabulary (the real Qwen3 tokenizer): ids 0 to 151935. */
+export const vocabularySize = 151_936;
+
+/**
+ * A number literal written into the JSON text as it is, for the numbers JSON.stringify cannot
+ * write: `-0`, `1e400` (Infinity once parsed), `1.0`.
+ */
+export class RawNumber {
+    constructor(readonly text: string) {}
+
+    toJSON(): string {
+        return `${rawMark}${this.text}${rawMark}`;
+    }
+}
+
+const rawMark = "\u0001raw\u0001";
+const rawMarked = /"\\u0001raw\\u0001([^"\\]+)\\u0001raw\\u0001"/g;
+
+/** JSON text of a generated value, with its RawNumbers written as they are. */
+export function toJsonText(value: unknown): string {
+    return (JSON.stringify(value) ?? "null").replace(rawMarked, "$1");
+}
+
+/** Marks a field the body must not have at all (a required field left out). */
+export const omitted: unique symbol = Symbol("omitted");
+type Field = unknown;
+
+/** True when the value holds a string (or key) with an unpaired UTF-16 surrogate. */
+export function hasLoneSurrogate(value: unknown): boolean {
+    if (typeof value === "string") return /\p{Cs}/u.test(value);
+    if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+    if (value !== null && typeof value === "object" && !(value instanceof RawNumber)) {
+        return Object.entries(value).some(([key, item]) => hasLoneSurrogate(key) || hasLoneSurrogate(item));
+    }
+    return false;
+}
+
+export const oddNumber: fc.Arbitrary<number | RawNumber> = fc.oneof(
+    fc.constantFrom(0, 1, -1, 2, 4, 16, 17, 0.5, -0.5, 1.5, 2 ** 31, 2 ** 32 + 3, 2 ** 53 + 2, 1e308, -1e308, 5e-324,
+        Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER),
+    fc.constantFrom("-0", "1e400", "-1e400", "1.0", "1E2", "0.000", "-0.0", "1e-400", "4.0000000000000001").map((text) => new RawNumber(text)),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true })
+);
+
+/** Text a tokenizer, template or log line could choke on. */
+export const oddText: fc.Arbitrary<string> = fc.oneof(
+    { weight: 3, arbitrary: fc.string({ maxLength: 30 }) },
+    { weight: 2, arbitrary: fc.string({ unit: "binary", maxLength: 30 }) },
+    { weight: 2, arbitrary: fc.string({ unit: "binary-ascii", maxLength: 30 }) },
+    {
+        weight: 3, arbitrary: fc.constantFrom("", " ", "NaN", "Infinity", "null", "true", "-1", "1e308", "\u0000", "a\u0000b",
+            "\ud800", "x\udfffy", "\udbff\udbff", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "</think>", "<think>", "<tool_call>",
+            "</tool_call>", "{{ raise_exception('boom') }}", "{% for x in y %}", "%s%n%x", "../../etc/passwd", "\r\n\r\n", "\u202e\ufeff",
+            "😀".repeat(50))
+    },
+    { weight: 1, arbitrary: fc.constant("x".repeat(5000)) }
+);
+
+/** Any JSON value, biased towards the ones wire schemas trip on. */
+export const anyValue: fc.Arbitrary<Field> = fc.oneof(
+    { weight: 3, arbitrary: oddNumber },
+    { weight: 3, arbitrary: oddText },
+    { weight: 1, arbitrary: fc.boolean() },
+    { weight: 1, arbitrary: fc.constant(null) },
+    { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+    { weight: 1, arbitrary: fc.constant({ ["__proto__"]: { polluted: true } }).map((value) => JSON.parse(JSON.stringify(value)) as Field) },
+    { weight: 1, arbitrary: fc.array(oddNumber, { maxLength: 4 }) }
+);
+
+/** `plausible` values for a field, sometimes any value, sometimes no field at all. */
+function field(...plausible: fc.Arbitrary<Field>[]): fc.Arbitrary<Field> {
+    return fc.oneof(
+        { weight: 4, arbitrary: plausible.length === 1 ? plausible[0]! : fc.oneof(...plausible) },
+        { weight: 3, arbitrary: anyValue },
+        { weight: 1, arbitrary: fc.constant(omitted) }
+    );
+}
+
+const probability = field(fc.constantFrom(0, 0.1, 0.5, 1), fc.double({ min: -1, max: 3, noNaN: true }));
+
+/** Grammars: valid ones, GBNF fragments glued at random, random text. */
+export const grammar: fc.Arbitrary<Field> = field(
+    fc.constantFrom("root ::= \"ok\"", "root ::= [a-z]+", "root ::= \"a\"{2000}", "root ::= [^\\x00-\\U0010FFFF]", "root ::= root \"a\"",
+        "root ::= (\"\")*", "root ::= \"a\"{99999999}", "", "root ::= [", "root ::= x\nx ::= \"y\" | root",
+        // Dead ends (no token can match): llama.cpp throws while sampling, and node-llama-cpp 3.22.1 lost that error.
+        "root ::= \"\\u0000\"", "root ::= [z-a]", "root ::= \"ab\\x00\"", "root ::= [\\x00]", "root ::= [^\\x01-\\U0010FFFF]"),
+    fc.array(fc.constantFrom("root", " ::= ", "\"a\"", "\"ok\"", "[a-z]", "[^x]", "*", "+", "?", "(", ")", " | ", "{2}", "{0,3}",
+        "{2000}", "{2,2000}", "x", "\n", "# comment", "\"\\", "[^", "]", "{", "}", " ", "::=", "\\x00", "\\U0010FFFF", "ws ::= [ \\t]*",
+        "ws", ".", "\"\\u0000\""), { maxLength: 14 }).map((pieces) => pieces.join("")),
+    fc.string({ maxLength: 40 })
+);
+
+/** The sampling and length fields both generation routes share. */
+export const samplingFields: Record<string, fc.Arbitrary<Field>> = {
+    model: field(fc.constantFrom("maple-preview", "gpt-4o", ""), oddText),
+    temperature: field(fc.constantFrom(0, 0.7, 2), fc.double({ min: -1, max: 3, noNaN: true })),
+    top_p: probability,
+    top_k: field(fc.constantFrom(-1, 0, 1, 40, vocabularySize, 2 ** 31), fc.integer({ min: -5, max: 300_000 })),
+    min_p: probability,
+    repetition_penalty: field(fc.constantFrom(0, 1, 1.1, 10, 11), fc.double({ min: -1, max: 12, noNaN: true })),
+    presence_penalty: field(fc.double({ min: -3, max: 3, noNaN: true })),
+    frequency_penalty: field(fc.double({ min: -3, max: 3, noNaN: true })),
+    seed: field(fc.integer(), fc.constantFrom(-1, 2 ** 32, 2 ** 53 + 2, 1e308)),
+    max_tokens: field(fc.constantFrom(1, 2, 4, 1e308), fc.integer({ min: -2, max: 8 })),
+    stop: field(oddText, fc.array(fc.string({ maxLength: 4 }), { maxLength: 40 }), fc.array(oddText, { maxLength: 18 })),
+    stream: field(fc.boolean()),
+    stream_options: field(fc.record({ include_usage: field(fc.boolean()) }, { requiredKeys: [] })),
+    grammar,
+    ignore_eos: field(fc.boolean()),
+    logit_bias: field(fc.dictionary(fc.oneof(fc.constantFrom("0", "1", "151935", "151936", "-1", "1.5", "abc", ""), fc.nat().map(String)),
+        fc.oneof(fc.constantFrom(-100, 100, 0, -101, 101), oddNumber), { maxKeys: 4 })),
+    user: anyValue
+};
+
+const tokenId: fc.Arbitrary<Field> = fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 0, max: vocabularySize - 1 }) },
+    { weight: 2, arbitrary: fc.constantFrom(-1, vocabularySize, vocabularySize + 64, 2 ** 31, 2 ** 32, 1e308, 0.5, 3.25) },
+    { weight: 1, arbitrary: oddNumber },
+    { weight: 1, arbitrary: oddText }
+);
+
+/** "word " is one token of the Qwen3 tokenizer: 1200 of them are past the test server's 1024-token context. */
+export const promptPastContext = "word ".repeat(1200);
+
+export const completionFields: Record<string, fc.Arbitrary<Field>> = {
+    ...samplingFields,
+    prompt: field(
+        oddText,
+        fc.array(oddText, { maxLength: 3 }),
+        fc.array(tokenId, { maxLength: 8 }),
+        fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
+        fc.array(fc.oneof(oddText, tokenId), { maxLength: 4 }),
+        fc.constantFrom(promptPastContext, [promptPastContext], Array.from({ length: 1100 }, () => 1000), [[1, 2], [3]], ["a", "b"], [[]], [""])
+    ),
+    echo: field(fc.boolean()),
+    suffix: field(oddText),
+    logprobs: field(fc.constantFrom(0, 1, 5, 6)),
+    n: field(fc.constantFrom(1, 2, 4, 5, 64)),
+    best_of: field(fc.constantFrom(1, 2, 4))
+};
+
+const role = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom("system", "developer", "user", "assistant", "tool") },
+    { weight: 1, arbitrary: fc.constantFrom("function", "bot", "", "USER", "model", "ipython") },
+    { weight: 1, arbitrary: anyValue }
+);
+
+const contentPart = fc.oneof(
+    fc.record({ type: fc.constant("text"), text: field(oddText) }, { requiredKeys: ["type"] }),
+    fc.record({ type: fc.constantFrom("image_url", "input_audio", "file", "refusal", "video"), image_url: anyValue }, { requiredKeys: ["type"] }),
+    fc.record({ type: anyValue, text: oddText }, { requiredKeys: [] }),
+    anyValue
+);
+
+const content = fc.oneof(
+    { weight: 5, arbitrary: oddText },
+    { weight: 2, arbitrary: fc.array(contentPart, { maxLength: 3 }) },
+    { weight: 1, arbitrary: anyValue },
+    { weight: 1, arbitrary: fc.constant(omitted) }
+);
+
+const toolArguments = field(
+    fc.constantFrom("{", "{oops", "[]", "null", "\"s\"", "  ", "", "{}", "{\"city\":\"Lagos\"}", "1", "{\"a\":{\"b\":[1,2,{}]}}"),
+    fc.json({ maxDepth: 2 }),
+    fc.string({ maxLength: 20 })
+);
+
+const toolCall = fc.oneof(
+    {
+        weight: 4, arbitrary: fc.record({
+            id: field(fc.constantFrom("call_1", "call_2"), oddText),
+            type: field(fc.constant("function")),
+            function: field(fc.record({ name: field(fc.constantFrom("get_weather", "f"), oddText), arguments: toolArguments }, { requiredKeys: [] }))
+        }, { requiredKeys: [] })
+    },
+    { weight: 1, arbitrary: anyValue }
+);
+
+const message = fc.oneof(
+    {
+        weight: 8, arbitrary: fc.record({
+            role,
+            content,
+            name: field(oddText),
+            tool_calls: field(fc.array(toolCall, { maxLength: 3 })),
+            tool_call_id: field(fc.constantFrom("call_1", "call_2", "call_3"), oddText),
+            reasoning_content: field(oddText)
+        }, { requiredKeys: ["role"] })
+    },
+    { weight: 1, arbitrary: anyValue }
+);
+
+/** JSON schemas, plausible and not: they become grammars for response_format and an enforced tool_choice. */
+const schema: fc.Arbitrary<Field> = fc.letrec<{ schema: Field }>((tie) => ({
+    schema: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        fc.constant({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
+        fc.record({
+            type: field(fc.constantFrom("object", "string", "number", "integer", "boolean", "array", "null", "date"), fc.array(fc.constantFrom("string", "null"))),
+            properties: field(fc.dictionary(fc.oneof(oddText, fc.constantFrom("a", "b")), tie("schema"), { maxKeys: 3 })),
+            required: field(fc.array(fc.oneof(oddText, fc.constantFrom("a", "b")), { maxLength: 3 })),
+            items: tie("schema"),
+            enum: field(fc.array(fc.oneof(oddText, oddNumber, fc.constant(null)), { maxLength: 3 })),
+            const: field(oddText, oddNumber),
+            pattern: field(oddText, fc.constantFrom("^[a-z]+$", "(", "\\d{3}")),
+            minLength: field(fc.integer({ min: -1, max: 5 })),
+            maxLength: field(fc.integer({ min: -1, max: 5 })),
+            minimum: field(oddNumber),
+            anyOf: field(fc.array(tie("schema"), { maxLength: 2 })),
+            additionalProperties: field(fc.boolean(), tie("schema")),
+            $ref: field(fc.constantFrom("#", "#/definitions/x", "http://example.com/s.json"))
+        }, { requiredKeys: [] }),
+        anyValue
+    )
+})).schema;
+
+const tool = fc.oneof(
+    {
+        weight: 4, arbitrary: fc.record({
+            type: field(fc.constant("function")),
+            function: field(fc.record({
+                name: field(fc.constantFrom("get_weather", "f", "x".repeat(65)), oddText),
+                description: field(oddText),
+                parameters: schema,
+                strict: field(fc.boolean())
+            }, { requiredKeys: ["name"] }))
+        }, { requiredKeys: ["type", "function"] })
+    },
+    { weight: 1, arbitrary: anyValue }
+);
+
+/** A conversation through a tool call, with ids that sometimes match and sometimes do not. */
+const toolConversation = fc.tuple(
+    fc.array(fc.constantFrom("call_1", "call_2"), { minLength: 1, maxLength: 2 }),
+    fc.array(fc.constantFrom("call_1", "call_2", "call_3"), { minLength: 1, maxLength: 3 }),
+    toolArguments
+).map(([calls, answers, args]) => [
+    { role: "user", content: "Weather?" },
+    { role: "assistant", content: null, tool_calls: calls.map((id) => ({ id, type: "function", function: { name: "get_weather", arguments: args } })) },
+    ...answers.map((id) => ({ role: "tool", tool_call_id: id, content: "31°C" }))
+]);
+
+export const chatFields: Record<string, fc.Arbitrary<Field>> = {
+    ...samplingFields,
+    messages: field(
+        fc.array(message, { minLength: 1, maxLength: 5 }),
+        toolConversation,
+        fc.constantFrom([], [{ role: "user", content: promptPastContext }])
+    ),
+    tools: field(fc.array(tool, { maxLength: 3 })),
+    tool_choice: field(
+        fc.constantFrom("none", "auto", "required", "required", "get_weather"),
+        fc.record({ type: field(fc.constant("function")), function: field(fc.record({ name: field(fc.constantFrom("get_weather", "f", "nope")) })) })
+    ),
+    parallel_tool_calls: field(fc.boolean()),
+    max_completion_tokens: field(fc.constantFrom(1, 2, 4), fc.integer({ min: -2, max: 8 })),
+    chat_template_kwargs: field(
+        fc.record({ enable_thinking: field(fc.boolean()) }, { requiredKeys: [] }),
+        fc.dictionary(fc.constantFrom("enable_thinking", "messages", "tools", "add_generation_prompt", "bos_token", "eos_token",
+            "raise_exception", "tool_choice", "documents", "custom"), anyValue, { maxKeys: 3 })
+    ),
+    include_reasoning: field(fc.boolean()),
+    n: field(fc.constantFrom(1, 2, 4, 5, 64)),
+    logprobs: field(fc.boolean()),
+    top_logprobs: field(fc.constantFrom(0, 5, 20, 21)),
+    response_format: field(
+        fc.record({ type: field(fc.constantFrom("text", "json_object", "json_schema")) }),
+        fc.record({
+            type: fc.constant("json_schema"),
+            json_schema: field(fc.record({ name: field(fc.constantFrom("answer"), oddText), schema, strict: field(fc.boolean()) }, { requiredKeys: [] }))
+        })
+    )
+};
+
+/**
+ * A valid base body with at most `maxChanges` of its fields replaced (or removed), and sometimes a
+ * few unknown fields: most bodies are wrong in one or two places, so they reach the later checks.
+ */
+export function mutatedBody(base: Record<string, unknown>, fields: Record<string, fc.Arbitrary<Field>>,
+    maxChanges = 3): fc.Arbitrary<Record<string, unknown>> {
+    const names = Object.keys(fields);
+    const unknownFields = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), anyValue, { maxKeys: 2 });
+    return fc.tuple(fc.subarray(names, { maxLength: maxChanges }), fc.option(unknownFields, { freq: 4, nil: {} }))
+        .chain(([chosen, unknown]) => fc.tuple(...chosen.map((name) => fields[name]!)).map((values) => {
+            const body: Record<string, unknown> = { ...unknown, ...base };
+            chosen.forEach((name, index) => {
+                const value = values[index];
+                if (value === omitted) delete body[name];
+                else body[name] = value;
+            });
+            return body;
+        }));
+}
+
+/** Where a JSON text is cut, corrupted or wrapped: the text is valid JSON before. */
+export type TextDamage =
+    | { kind: "truncate"; at: number }
+    | { kind: "invalid-utf8"; at: number; bytes: readonly number[] }
+    | { kind: "raw-nul"; at: number }
+    | { kind: "insert"; at: number; text: string }
+    | { kind: "bom" };
+
+/** Byte sequences that are not UTF-8: a lone continuation byte, an overlong NUL, a CESU surrogate, past U+10FFFF, a cut sequence. */
+export const invalidUtf8: fc.Arbitrary<readonly number[]> = fc.constantFrom<readonly number[]>([0xff], [0xfe, 0xff], [0x80], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80]);
+
+export const textDamage: fc.Arbitrary<TextDamage> = fc.oneof(
+    fc.record({ kind: fc.constant("truncate" as const), at: fc.nat() }),
+    fc.record({ kind: fc.constant("invalid-utf8" as const), at: fc.nat(), bytes: invalidUtf8 }),
+    fc.record({ kind: fc.constant("raw-nul" as const), at: fc.nat() }),
+    fc.record({ kind: fc.constant("insert" as const), at: fc.nat(), text: fc.constantFrom("{", "}", "[", "]", ",", ":", "\"", "\\", "\\ud800", "\\u0000", "\\x41", "'", "NaN", "//", "/*", "\n") }),
+    fc.constant({ kind: "bom" as const })
+);
+
+/** Applies a damage to a JSON text; the result is bytes, since some damages are not text. */
+export function damage(text: string, hurt: TextDamage): Uint8Array {
+    const bytes = Buffer.from(text, "utf8");
+    if (hurt.kind === "bom") return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes]);
+    const at = hurt.at % (bytes.length + 1);
+    switch (hurt.kind) {
+        case "truncate": return bytes.subarray(0, at);
+        case "invalid-utf8": return Buffer.concat([bytes.subarray(0, at), Buffer.from(hurt.bytes), bytes.subarray(at)]);
+        case "raw-nul": return Buffer.concat([bytes.subarray(0, at), Buffer.from([0]), bytes.subarray(at)]);
+        case "insert": return Buffer.concat([bytes.subarray(0, at), Buffer.from(hurt.text), bytes.subarray(at)]);
+    }
+}
+
+/** A JSON text nested `depth` levels deep (arrays or objects), built without recursion. */
+export function nested(depth: number, kind: "array" | "object", inner = "1"): string {
+    return kind === "array" ? "[".repeat(depth) + inner + "]".repeat(depth) : "{\"a\":".repeat(depth) + inner + "}".repeat(depth);
+}
