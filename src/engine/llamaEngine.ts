@@ -32,6 +32,14 @@ export interface LlamaEngineOptions {
     onLog?: (level: "warn" | "error", message: string) => void;
 }
 
+/**
+ * Whether `npm install` applied scripts/patch-node-llama-cpp.js (it runs as our postinstall).
+ * Without it a sampling error inside a decode batch is unhandled and ends the process.
+ */
+const samplingErrorPatchApplied: boolean = readFileSync(
+    new URL("evaluator/LlamaContext/LlamaContext.js", import.meta.resolve("node-llama-cpp")), "utf8"
+).includes("maple-patch: per-sequence sampling errors");
+
 /** node-llama-cpp's package.json is not in its exports map: read it beside its entry point (dist/index.js). */
 const engineVersion: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.resolve("node-llama-cpp")), "utf8")) as { version: string }).version;
 
@@ -55,6 +63,10 @@ const minLogprob = -9999;
 /** Loads a GGUF model into llama.cpp through node-llama-cpp and runs generations on its slots. */
 export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engine> {
     const startedAt = performance.now();
+    if (!samplingErrorPatchApplied) {
+        options.onLog?.("warn", "node-llama-cpp is not patched (was npm install run with --ignore-scripts?): run `node scripts/patch-node-llama-cpp.js`; "
+            + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
+    }
     const llama = await getLlama({
         gpu: options.gpu ?? "auto",
         build: "never",

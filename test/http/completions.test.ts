@@ -144,6 +144,14 @@ describe("POST /v1/completions", () => {
         assert.equal(body.error.param, "prompt");
     });
 
+    it("refuses an absurdly long prompt before tokenizing it (special-token floods are slow to tokenize)", async () => {
+        const response = await server.post("/v1/completions", { prompt: "<|im_end|>".repeat(10_000), max_tokens: 4 });
+        assert.equal(response.status, 400);
+        const body = await response.json() as WireError;
+        assert.equal(body.error.code, "context_length_exceeded");
+        assert.match(body.error.message, /characters/);
+    });
+
     for (const [name, body, param] of [
         ["echo", { prompt: "x", echo: true }, "echo"],
         ["suffix", { prompt: "x", suffix: "y" }, "suffix"],

@@ -11,7 +11,7 @@ import { parseChatRequest, type ChatRequest } from "../../openai/chatRequest.js"
 import { chatCompletion, ChatChunkWriter, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
 import { toChatLogprob, type TokenPieces, type WireChatLogprob } from "../../openai/logprobs.js";
-import { checkLogitBias, checkPromptLength, promptTokenLimit, tokenizePrompt } from "../../openai/promptTokens.js";
+import { checkLogitBias, promptTokenLimit, tokenizePrompt } from "../../openai/promptTokens.js";
 import { checkChoiceCount } from "../../openai/sampling.js";
 import { sumCounts } from "../../openai/usage.js";
 import type { ChatTemplateSource } from "../../chat/chatPrompt.js";
@@ -93,8 +93,7 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const chat = parseChatRequest(request.body, context.samplingDefaults);
         const model = context.checkModel(chat.model);
         const prompt = renderPrompt(chatTemplate, chat);
-        const promptTokens = tokenizePrompt(engine, prompt.text);
-        checkPromptLength(promptTokens, promptTokenLimit(engine, context.config.maxPromptTokens), "messages");
+        const promptTokens = tokenizePrompt(engine, prompt.text, promptTokenLimit(engine, context.config.maxPromptTokens), "messages");
         checkLogitBias(engine, chat.sampling);
         checkChoiceCount(chat.n, scheduler.slots);
         const sampling = chat.grammar === undefined ? chat.sampling : { ...chat.sampling, grammar: await engine.createGrammar(chat.grammar) };

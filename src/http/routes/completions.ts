@@ -18,10 +18,11 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const completion = parseCompletionRequest(request.body, context.samplingDefaults);
         const model = context.checkModel(completion.model);
+        const limit = promptTokenLimit(engine, context.config.maxPromptTokens);
         const promptTokens = "text" in completion.prompt
-            ? tokenizePrompt(engine, completion.prompt.text)
+            ? tokenizePrompt(engine, completion.prompt.text, limit, "prompt")
             : checkPromptTokenIds(engine, completion.prompt.tokens);
-        checkPromptLength(promptTokens, promptTokenLimit(engine, context.config.maxPromptTokens), "prompt");
+        checkPromptLength(promptTokens, limit, "prompt");
         checkLogitBias(engine, completion.sampling);
         checkChoiceCount(completion.n, scheduler.slots);
         const sampling = completion.grammar === undefined

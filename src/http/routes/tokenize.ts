@@ -3,6 +3,7 @@ import { buildChatPrompt, type ChatTemplateSource } from "../../chat/chatPrompt.
 import { renderChatPrompt, TemplateRenderError } from "../../chat/template.js";
 import { InvalidRequestError, ServerError } from "../../errors.js";
 import { parseTokenizeRequest, type TokenizeInput } from "../../openai/tokenizeRequest.js";
+import { checkPromptCharacters } from "../../openai/promptTokens.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** The conversation as the model reads it; template errors map as in /v1/chat/completions. */
@@ -32,6 +33,7 @@ export function tokenizeRoute(app: FastifyInstance, context: RouteContext): void
         const tokenize = parseTokenizeRequest(request.body, context.samplingDefaults);
         context.checkModel(tokenize.model);
         const text = tokenize.input.type === "text" ? tokenize.input.text : renderConversation(chatTemplate, tokenize.input);
+        checkPromptCharacters(text, engine.runtime.contextSize, tokenize.input.type === "text" ? "content" : "messages");
         const tokens = engine.tokenize(text, { specialTokens: tokenize.addSpecial, addBos: tokenize.addSpecial });
         return { tokens, count: tokens.length, max_model_len: engine.runtime.contextSize };
     });
