@@ -286,12 +286,15 @@ class LlamaEngine implements Engine {
             contextShift: { strategy: "eraseBeginning", size: 0 }
         });
         let generated = 0;
+        let prefilled = false;
         this.barrier.join();
         try {
             if (request.maxTokens <= 0) return { reason: "length" };
             for (;;) {
                 await this.barrier.arrive();
-                const step = await evaluation.next();
+                // The first step evaluates the (uncached part of the) prompt.
+                const step = generated === 0 && !prefilled ? await this.barrier.prefill(() => evaluation.next()) : await evaluation.next();
+                prefilled = true;
                 if (step.done) break;
                 const output = step.value as EvaluationOutput;
                 const token = output.token;

@@ -1,9 +1,9 @@
 /**
- * How long arrived generations wait for the others before they step without them. The others are
- * still being sampled (one sequence after another on libuv's pool thread, ~0.5–1 ms each over a
- * 152k vocabulary), out with their consumer (a slow client), or in a long prefill.
+ * How long arrived generations wait for one that is out with its consumer (a slow client) before
+ * they step without it. Generations still being sampled come out within a millisecond or two
+ * (one sequence after another on libuv's pool thread) and are waited for without this timer.
  */
-const stepWaitMs = 5;
+const slowConsumerWaitMs = 20;
 
 /**
  * Steps all running generations of one llama.cpp context together, and lets exclusive work (a KV
@@ -11,19 +11,22 @@ const stepWaitMs = 5;
  *
  * Why: node-llama-cpp decodes in a loop that runs while any decode is queued. With several
  * streams, each stream's next token is queued a little after the loop looked, so batches settle at
- * one stream fewer than are running (measured: 43 decodes for 32 steps of 4 streams), and an erase,
- * which needs the context lock, waits until every stream has finished: a request joining
- * mid-stream stalled for the others' whole generation (measured 0.9 s). Here each generation
- * arrives at the barrier before asking for its next token; once every generation has arrived, all
- * are released in the same tick, so their tokens form one batch. Whoever has not arrived within
- * `stepWaitMs` (a long prompt being prefilled in chunks, a slow client) is not waited for, so it
- * never stalls the others for more than that.
+ * one stream fewer than are running (measured: 43 decodes for 32 steps of 4 streams), and streams
+ * that started apart stay apart, stepping in alternating half-batches (measured: 4 streams in
+ * pairs, 0.71× llama-server's aggregate). And an erase, which needs the context lock, waited
+ * until every stream had finished: a request joining mid-stream stalled for the others' whole
+ * generation (measured 0.9 s).
+ *
+ * So each generation arrives here before asking for its next token, and all are released in the
+ * same tick once every generation has arrived, except those prefilling a prompt: a long prompt is
+ * evaluated in batch-size chunks by node-llama-cpp's loop, and the running streams step beside it
+ * instead of waiting for its whole prefill.
  */
 export class StepBarrier {
     private members = 0;
+    private prefilling = 0;
     private waiting: (() => void)[] = [];
     private closedBy = 0;
-    private reopened: (() => void)[] = [];
     private timer: NodeJS.Timeout | undefined;
 
     join(): void {
@@ -40,9 +43,20 @@ export class StepBarrier {
         if (this.closedBy === 0 && this.members <= 1) return undefined;
         return new Promise<void>((resolve) => {
             this.waiting.push(resolve);
-            this.timer ??= setTimeout(() => this.release(), stepWaitMs);
+            this.timer ??= setTimeout(() => this.release(), slowConsumerWaitMs);
             this.releaseIfComplete();
         });
+    }
+
+    /** Runs a generation's prompt evaluation, during which the others do not wait for it. */
+    async prefill<T>(work: () => Promise<T>): Promise<T> {
+        this.prefilling += 1;
+        this.releaseIfComplete();
+        try {
+            return await work();
+        } finally {
+            this.prefilling -= 1;
+        }
     }
 
     /**
@@ -55,17 +69,21 @@ export class StepBarrier {
             return await work();
         } finally {
             this.closedBy -= 1;
-            if (this.closedBy === 0) this.release();
+            if (this.closedBy === 0) {
+                this.releaseIfComplete();
+                if (this.waiting.length > 0) this.timer ??= setTimeout(() => this.release(), slowConsumerWaitMs);
+            }
         }
     }
 
     private releaseIfComplete(): void {
-        if (this.waiting.length > 0 && this.waiting.length >= this.members) this.release();
+        if (this.waiting.length > 0 && this.waiting.length >= this.members - this.prefilling) this.release();
     }
 
     private release(): void {
         clearTimeout(this.timer);
         this.timer = undefined;
+        // While closed, waiters stay; reopening re-arms the timer.
         if (this.closedBy > 0) return;
         const released = this.waiting;
         this.waiting = [];
