@@ -293,7 +293,7 @@ class LlamaEngine implements Engine {
             for (;;) {
                 await this.barrier.arrive();
                 // The first step evaluates the (uncached part of the) prompt.
-                const step = generated === 0 && !prefilled ? await this.barrier.prefill(() => evaluation.next()) : await evaluation.next();
+                const step = prefilled ? await this.barrier.step(() => evaluation.next()) : await this.barrier.prefill(() => evaluation.next());
                 prefilled = true;
                 if (step.done) break;
                 const output = step.value as EvaluationOutput;

@@ -25,6 +25,8 @@ const slowConsumerWaitMs = 20;
 export class StepBarrier {
     private members = 0;
     private prefilling = 0;
+    /** Members whose next token is being decoded or sampled: they arrive within one step. */
+    private stepping = 0;
     private waiting: (() => void)[] = [];
     private closedBy = 0;
     private timer: NodeJS.Timeout | undefined;
@@ -43,9 +45,19 @@ export class StepBarrier {
         if (this.closedBy === 0 && this.members <= 1) return undefined;
         return new Promise<void>((resolve) => {
             this.waiting.push(resolve);
-            this.timer ??= setTimeout(() => this.release(), slowConsumerWaitMs);
+            this.armTimer();
             this.releaseIfComplete();
         });
+    }
+
+    /** Runs one token step of a generation (decode and sample). */
+    async step<T>(work: () => Promise<T>): Promise<T> {
+        this.stepping += 1;
+        try {
+            return await work();
+        } finally {
+            this.stepping -= 1;
+        }
     }
 
     /** Runs a generation's prompt evaluation, during which the others do not wait for it. */
@@ -71,9 +83,22 @@ export class StepBarrier {
             this.closedBy -= 1;
             if (this.closedBy === 0) {
                 this.releaseIfComplete();
-                if (this.waiting.length > 0) this.timer ??= setTimeout(() => this.release(), slowConsumerWaitMs);
+                if (this.waiting.length > 0) this.armTimer();
             }
         }
+    }
+
+    /**
+     * Only a member out with its consumer is given up on. One still stepping is always waited for:
+     * giving up on it would leave it stepping alone next time, and the two groups would alternate
+     * half-batches for good (measured: 34 instead of 43.5 tok/s for 4 streams).
+     */
+    private armTimer(): void {
+        this.timer ??= setTimeout(() => {
+            this.timer = undefined;
+            if (this.stepping > 0) this.armTimer();
+            else this.release();
+        }, slowConsumerWaitMs);
     }
 
     private releaseIfComplete(): void {
