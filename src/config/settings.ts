@@ -14,6 +14,7 @@ export interface MapleConfig {
     apiKey: string | undefined;
     /** Serve GET /metrics without the API key (default false: behind the key when one is set). */
     metricsPublic: boolean;
+    corsOrigins: string[] | undefined;
     strictModel: boolean;
     temperature: number;
     maxNewTokens: number;
@@ -93,6 +94,15 @@ function oneOf<T extends string>(values: readonly T[]): Parser<T> {
     };
 }
 
+function corsOrigins(raw: string): string[] {
+    const origins = raw.split(",").map((origin) => origin.trim()).filter((origin) => origin !== "");
+    if (origins.length === 0) throw new Error("must name at least one origin, or *");
+    for (const origin of origins) {
+        if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`must be origins like https://app.example.com or *, got "${origin}"`);
+    }
+    return origins;
+}
+
 function defaultModelsDir(): string {
     const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
     return join(cacheHome, "maple", "models");
@@ -117,6 +127,8 @@ export const settings = [
         help: "Where downloaded and synthetic models are kept", parse: nonEmpty }),
     define({ key: "apiKey", flag: "api-key", env: "MAPLE_API_KEY", valueName: "KEY", defaultValue: () => undefined,
         defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' on every route but /health", parse: nonEmpty }),
+    define({ key: "corsOrigins", flag: "cors-origin", env: "MAPLE_CORS_ORIGIN", valueName: "ORIGINS", defaultValue: () => undefined,
+        defaultText: "none (CORS off)", help: "Browser origins allowed to call the API, comma-separated, or * for any", parse: corsOrigins }),
     define({ key: "metricsPublic", flag: "metrics-public", env: "MAPLE_METRICS_PUBLIC", valueName: "BOOL", defaultValue: () => false,
         help: "Serve /metrics without the API key (for a Prometheus scraper)", parse: boolean }),
     define({ key: "strictModel", flag: "strict-model", env: "MAPLE_STRICT_MODEL", valueName: "BOOL", defaultValue: () => false,

@@ -1,3 +1,4 @@
+import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
@@ -55,6 +56,15 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
 
     app.setErrorHandler(errorHandler);
     registerJsonBodyParser(app);
+    if (config.corsOrigins !== undefined) {
+        // Off unless configured: a browser page on another origin cannot call the API by default.
+        void app.register(cors, {
+            origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
+            methods: ["GET", "POST", "OPTIONS"],
+            allowedHeaders: ["authorization", "content-type"],
+            maxAge: 600
+        });
+    }
     let closing = false;
     app.addHook("preClose", async () => {
         closing = true;
@@ -70,6 +80,8 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         const checkBearer = createBearerCheck(config.apiKey);
         const open = openRoutes(config);
         app.addHook("onRequest", async (request) => {
+            // Browsers send CORS preflights without credentials; no route serves anything on OPTIONS.
+            if (request.method === "OPTIONS") return;
             if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
         });
     }
