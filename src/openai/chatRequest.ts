@@ -1,10 +1,9 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { SamplingOptions } from "../engine/types.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
 import type { AnswerConstraint } from "../chat/answerGrammar.js";
 import { paramPath, parseWire } from "./validation.js";
-import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type SamplingDefaults } from "./sampling.js";
+import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type GenerationRequestFields, type SamplingDefaults } from "./sampling.js";
 import { answerConstraint, parseResponseFormat } from "./answerConstraint.js";
 
 const textPart = z.object({ type: z.literal("text"), text: z.string() }).passthrough();
@@ -70,24 +69,13 @@ const chatWire = z.object({
 export type ToolChoice = { type: "none" } | { type: "auto" } | { type: "required" } | { type: "function"; name: string };
 
 /** A /v1/chat/completions request past the edge: validated, defaults applied, camelCase. */
-export interface ChatRequest {
-    model: string | undefined;
+export interface ChatRequest extends GenerationRequestFields {
     messages: ChatMessage[];
     /** The tools the template is shown, after tool_choice (none → [], named → that one). */
     tools: ToolDefinition[];
     toolChoice: ToolChoice;
-    sampling: SamplingOptions;
-    maxTokens: number;
-    stop: string[];
-    stream: boolean;
-    includeUsage: boolean;
-    grammar: string | undefined;
     templateKwargs: Record<string, unknown>;
     includeReasoning: boolean;
-    /** Choices to generate (n); at most the server's slots, checked by the route. */
-    n: number;
-    /** `logprobs: true`, with `top_logprobs` (0–20) alternatives per token. */
-    logprobs: { top: number } | undefined;
     /** What the grammar enforces on the answer (`response_format`, `tool_choice` required or named). */
     answer: AnswerConstraint | undefined;
 }

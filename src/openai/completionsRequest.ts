@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { SamplingOptions } from "../engine/types.js";
 import { parseWire } from "./validation.js";
-import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type SamplingDefaults } from "./sampling.js";
+import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type GenerationRequestFields, type SamplingDefaults } from "./sampling.js";
 
 const tokenIds = z.array(z.number().int("token ids must be integers"));
 
@@ -21,20 +20,9 @@ const completionsWire = z.object({
 });
 
 /** A /v1/completions request past the edge: validated, defaults applied, camelCase. */
-export interface CompletionRequest {
-    model: string | undefined;
+export interface CompletionRequest extends GenerationRequestFields {
     /** Text to tokenize, or token ids given by the client. */
     prompt: { text: string } | { tokens: number[] };
-    sampling: SamplingOptions;
-    maxTokens: number;
-    stop: string[];
-    stream: boolean;
-    includeUsage: boolean;
-    grammar: string | undefined;
-    /** Choices to generate (n); at most the server's slots, checked by the route. */
-    n: number;
-    /** `logprobs`: the sampled token's and this many (0–5) alternatives per token. */
-    logprobs: { top: number } | undefined;
 }
 
 export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults): CompletionRequest {

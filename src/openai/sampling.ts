@@ -96,3 +96,18 @@ export function checkChoiceCount(n: number, slots: number): void {
         throw new InvalidRequestError(`n is ${n}, but this server generates at most ${slots} choices at once (MAPLE_PARALLEL slots).`, "n");
     }
 }
+
+/** The fields every generation request has past the edge, whatever its route. */
+export interface GenerationRequestFields {
+    model: string | undefined;
+    sampling: SamplingOptions;
+    maxTokens: number;
+    stop: string[];
+    stream: boolean;
+    includeUsage: boolean;
+    grammar: string | undefined;
+    /** Choices to generate (n); at most the server's slots, checked by the route. */
+    n: number;
+    /** The sampled token's logprob and `top` alternatives per token (chat 0–20, completions 0–5). */
+    logprobs: { top: number } | undefined;
+}
