@@ -22,12 +22,12 @@ export interface ChatPrompt {
 }
 
 /** Renders the conversation through the model's own template and reads how its output will start. */
-export function buildChatPrompt(source: ChatTemplateSource, request: ChatPromptRequest): ChatPrompt {
+export function buildChatPrompt(source: ChatTemplateSource, request: ChatPromptRequest, addGenerationPrompt = true): ChatPrompt {
     const text = renderChatPrompt({
         template: source.template,
         messages: request.messages,
         tools: request.tools,
-        addGenerationPrompt: true,
+        addGenerationPrompt,
         bosToken: source.bosToken,
         eosToken: source.eosToken,
         kwargs: request.templateKwargs

@@ -1,35 +1,22 @@
 import type { FastifyInstance } from "fastify";
-import { buildChatPrompt, type ChatPrompt } from "../../chat/chatPrompt.js";
+import type { ChatPrompt } from "../../chat/chatPrompt.js";
 import { answerGrammars, answerGrammarSelector, type AnswerConstraint, type AnswerGrammars } from "../../chat/answerGrammar.js";
 import { ChatOutputParser } from "../../chat/outputParser.js";
-import { TemplateRenderError } from "../../chat/template.js";
 import type { OutputPart } from "../../chat/types.js";
-import { InvalidRequestError, ServerError } from "../../errors.js";
+import { ServerError } from "../../errors.js";
 import type { Engine, GrammarSelector } from "../../engine/types.js";
 import { startTextGenerations, type GeneratedPiece } from "../../generation/generateText.js";
-import { parseChatRequest, type ChatRequest } from "../../openai/chatRequest.js";
+import { parseChatRequest } from "../../openai/chatRequest.js";
 import { chatCompletion, ChatChunkWriter, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
+import { renderConversation } from "../../openai/renderConversation.js";
 import { toChatLogprob, type TokenPieces, type WireChatLogprob } from "../../openai/logprobs.js";
 import { checkLogitBias, promptTokenLimit, tokenizePrompt } from "../../openai/promptTokens.js";
 import { checkChoiceCount } from "../../openai/sampling.js";
 import { sumCounts } from "../../openai/usage.js";
-import type { ChatTemplateSource } from "../../chat/chatPrompt.js";
 import { collectGenerations, streamGenerations } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
-
-/** A template that raises on this conversation is the request's fault (400); one that does not parse is ours (500). */
-function renderPrompt(source: ChatTemplateSource, chat: ChatRequest): ChatPrompt {
-    try {
-        return buildChatPrompt(source, chat);
-    } catch (error) {
-        if (error instanceof TemplateRenderError && error.phase === "render") {
-            throw new InvalidRequestError(`The chat template rejected this conversation: ${error.message}`, "messages");
-        }
-        throw new ServerError("The model's chat template could not be used.", error);
-    }
-}
 
 /** The grammars of `response_format` / an enforced `tool_choice`; one that does not compile is Maple's fault (500). */
 async function buildAnswerGrammars(engine: Engine, answer: AnswerConstraint, prompt: ChatPrompt): Promise<AnswerGrammars> {
@@ -92,7 +79,7 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseChatRequest(request.body, context.samplingDefaults);
         const model = context.checkModel(chat.model);
-        const prompt = renderPrompt(chatTemplate, chat);
+        const prompt = renderConversation(chatTemplate, chat);
         const promptTokens = tokenizePrompt(engine, prompt.text, promptTokenLimit(engine, context.config.maxPromptTokens), "messages");
         checkLogitBias(engine, chat.sampling);
         checkChoiceCount(chat.n, scheduler.slots);

@@ -1,0 +1,19 @@
+import { buildChatPrompt, type ChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../chat/chatPrompt.js";
+import { TemplateRenderError } from "../chat/template.js";
+import { InvalidRequestError, ServerError } from "../errors.js";
+
+/**
+ * Renders a request's conversation through the model's template. A template that raises on this
+ * conversation is the request's fault (400 with the template's message); one that does not parse
+ * is Maple's (500).
+ */
+export function renderConversation(source: ChatTemplateSource, request: ChatPromptRequest, addGenerationPrompt = true): ChatPrompt {
+    try {
+        return buildChatPrompt(source, request, addGenerationPrompt);
+    } catch (error) {
+        if (error instanceof TemplateRenderError && error.phase === "render") {
+            throw new InvalidRequestError(`The chat template rejected this conversation: ${error.message}`, "messages");
+        }
+        throw new ServerError("The model's chat template could not be used.", error);
+    }
+}
