@@ -254,11 +254,11 @@ class LlamaEngine implements Engine {
         if (sequence === undefined) throw new RangeError(`no slot ${slot}`);
         const prompt = request.promptTokens as Token[];
         const cachedPromptTokens = await reusePrefix(sequence, prompt, this.barrier);
-        const generation = this.generate(sequence, prompt.slice(cachedPromptTokens), request);
+        const generation = this.generate(slot, sequence, prompt.slice(cachedPromptTokens), request);
         return { cachedPromptTokens, tokens: () => generation };
     }
 
-    private async *generate(sequence: LlamaContextSequence, input: Token[], request: GenerationRequest): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
+    private async *generate(slot: number, sequence: LlamaContextSequence, input: Token[], request: GenerationRequest): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
         const { sampling, signal } = request;
         const grammarEvaluationState = this.grammarEvaluation(request);
         const tokenBias = this.tokenBias(sampling);
@@ -291,7 +291,8 @@ class LlamaEngine implements Engine {
         try {
             if (request.maxTokens <= 0) return { reason: "length" };
             for (;;) {
-                await this.barrier.arrive();
+                // Slot i is sequence i: the sequences were taken from the context in order.
+                await this.barrier.arrive(slot);
                 // The first step evaluates the (uncached part of the) prompt.
                 const step = prefilled ? await this.barrier.step(() => evaluation.next()) : await this.barrier.prefill(() => evaluation.next());
                 prefilled = true;
