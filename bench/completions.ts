@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
 import { benchPrompt, freePort, median, repoRoot, rssMb, runJsonChild, waitForHealth } from "./shared.js";
+import { timeCompletionStream } from "./streamClient.js";
 
 const { values } = parseArgs({
     options: {
@@ -47,34 +48,8 @@ try {
     for (let run = 0; run < runs; run++) {
         // A different first token each run, so no run reuses the previous run's cached prompt.
         const prompt = `${run} ${benchPrompt(Number(values["prompt-tokens"]))}`;
-        const startedAt = performance.now();
-        const response = await fetch(`${url}/v1/completions`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ prompt, max_tokens: maxTokens, stream: true, ignore_eos: true, temperature: 0.6, seed: run + 1, stream_options: { include_usage: true } })
-        });
-        const reader = response.body!.getReader();
-        let firstAt = 0;
-        let lastAt = 0;
-        let tokens = 0;
-        let buffered = "";
-        for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            buffered += Buffer.from(value).toString();
-            const events = buffered.split("\n\n");
-            buffered = events.pop() ?? "";
-            for (const event of events) {
-                if (!event.startsWith("data: {")) continue;
-                const chunk = JSON.parse(event.slice(6)) as { choices: { text: string }[]; usage?: { completion_tokens: number } };
-                if (chunk.usage) tokens = chunk.usage.completion_tokens;
-                else if (chunk.choices[0]?.text) {
-                    lastAt = performance.now();
-                    if (firstAt === 0) firstAt = lastAt;
-                }
-            }
-        }
-        maple.push({ ttftMs: firstAt - startedAt, decodeTokensPerSecond: (tokens - 1) / ((lastAt - firstAt) / 1000) });
+        const timing = await timeCompletionStream(url, { prompt, max_tokens: maxTokens, ignore_eos: true, temperature: 0.6, seed: run + 1 });
+        maple.push({ ttftMs: timing.ttftMs, decodeTokensPerSecond: timing.decodeTokensPerSecond });
     }
     const mapleDecode = median(maple.map((r) => r.decodeTokensPerSecond));
     const mapleTtft = median(maple.map((r) => r.ttftMs));

@@ -50,55 +50,71 @@ const sampling = { max_tokens: maxTokens, ignore_eos: true, temperature: 0.6, to
 
 /** Decode-phase aggregate: tokens that arrived while every stream was decoding, over that window. */
 async function parallelAggregate(url: string): Promise<number> {
-    const arrivals: number[][] = [];
-    const streams = Array.from({ length: parallel }, async (_, index) => {
-        const times: number[] = [];
-        arrivals.push(times);
-        const response = await fetch(`${url}/v1/completions`, {
-            method: "POST", headers: { "content-type": "application/json" },
-            body: JSON.stringify({ prompt: `Stream ${index}: ${benchPrompt(32)}`, ...sampling, seed: index + 1, stream: true })
-        });
-        const reader = response.body!.getReader();
-        for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            const now = performance.now();
-            const events = Buffer.from(value).toString().split("\n\n").filter((event) => event.startsWith("data: {") && event.includes("\"text\":\"") && !event.includes("\"text\":\"\""));
-            for (let i = 0; i < events.length; i++) times.push(now);
-        }
-    });
-    await Promise.all(streams);
+    const streams = await Promise.all(Array.from({ length: parallel }, (_, index) =>
+        timeCompletionStream(url, { prompt: `Stream ${index}: ${benchPrompt(32)}`, ...sampling, seed: index + 1 })));
+    const arrivals = streams.map((stream) => stream.textArrivals);
     const start = Math.max(...arrivals.map((times) => times[0] ?? Infinity));
     const end = Math.min(...arrivals.map((times) => times.at(-1) ?? 0));
     const inWindow = arrivals.reduce((sum, times) => sum + times.filter((at) => at > start && at <= end).length, 0);
     return inWindow / ((end - start) / 1000);
 }
 
-async function measureServer(name: string, child: ChildProcess, url: string): Promise<ServerFigures> {
-    await waitForHealth(url, child);
-    process.stderr.write(`measuring ${name}\n`);
-    await timeCompletionStream(url, { prompt: "warm up", ...sampling, max_tokens: 8 });
-    const cold: StreamTiming[] = [];
-    const cached: StreamTiming[] = [];
+interface Contender {
+    name: string;
+    child: ChildProcess;
+    url: string;
+    cold: StreamTiming[];
+    cached: StreamTiming[];
+    aggregates: number[];
+}
+
+function contender(name: string, child: ChildProcess, port: number): Contender {
+    return { name, child, url: `http://127.0.0.1:${port}`, cold: [], cached: [], aggregates: [] };
+}
+
+/** Lets the other server's llama.cpp threads stop spinning before this one is timed. */
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 300));
+
+/**
+ * Both servers run at once (they map the same file, so its pages are shared) and are timed in
+ * turns, run by run: whatever else the machine does in a minute falls on both alike.
+ */
+async function measureInTurns(contenders: Contender[]): Promise<void> {
+    for (const each of contenders) {
+        await waitForHealth(each.url, each.child);
+        await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
+    }
     for (let run = 0; run < runs; run++) {
         // A different first token each run: nothing of the previous run's prompt is reused.
         const prompt = `Run ${run}: ${benchPrompt(promptTokens)}`;
-        cold.push(await timeCompletionStream(url, { prompt, ...sampling, seed: run + 1 }));
-        cached.push(await timeCompletionStream(url, { prompt, ...sampling, max_tokens: 2, seed: run + 1 }));
+        for (const each of contenders) {
+            process.stderr.write(`run ${run + 1}/${runs}: ${each.name}\n`);
+            await settle();
+            each.cold.push(await timeCompletionStream(each.url, { prompt, ...sampling, seed: run + 1 }));
+            each.cached.push(await timeCompletionStream(each.url, { prompt, ...sampling, max_tokens: 2, seed: run + 1 }));
+        }
     }
-    const aggregate = await parallelAggregate(url);
-    const gaps = cold.flatMap((timing) => timing.interTokenMs);
-    const ttftColdMs = median(cold.map((timing) => timing.ttftMs));
+    for (let run = 0; run < runs; run++) {
+        for (const each of contenders) {
+            await settle();
+            each.aggregates.push(await parallelAggregate(each.url));
+        }
+    }
+}
+
+async function figures(each: Contender): Promise<ServerFigures> {
+    const gaps = each.cold.flatMap((timing) => timing.interTokenMs);
+    const ttftColdMs = median(each.cold.map((timing) => timing.ttftMs));
     return {
         ttftColdMs,
-        ttftCachedMs: median(cached.map((timing) => timing.ttftMs)),
-        cachedTokens: cached[0]?.cachedTokens,
+        ttftCachedMs: median(each.cached.map((timing) => timing.ttftMs)),
+        cachedTokens: each.cached[0]?.cachedTokens,
         promptTokensPerSecond: promptTokens / (ttftColdMs / 1000),
-        decodeTokensPerSecond: median(cold.map((timing) => timing.decodeTokensPerSecond)),
+        decodeTokensPerSecond: median(each.cold.map((timing) => timing.decodeTokensPerSecond)),
         interTokenP50Ms: percentile(gaps, 0.5),
         interTokenP99Ms: percentile(gaps, 0.99),
-        parallelAggregateTokensPerSecond: aggregate,
-        rssMb: await rssMb(child.pid!)
+        parallelAggregateTokensPerSecond: median(each.aggregates),
+        rssMb: await rssMb(each.child.pid!)
     };
 }
 
@@ -120,45 +136,46 @@ const engineOnly = await runJsonChild<{ ttftMs: number; decodeTokensPerSecond: n
     [`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), String(runs)], childEnv);
 
 const llamaPort = await freePort();
-const llamaServer = spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads), "-c", String(contextSize * parallel),
-    "-np", String(parallel), "--swa-full", "--port", String(llamaPort), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" });
-let llama: ServerFigures;
-try {
-    llama = await measureServer("llama-server", llamaServer, `http://127.0.0.1:${llamaPort}`);
-} finally {
-    await stop(llamaServer);
-}
-
+const llama = contender("llama-server", spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads),
+    "-c", String(contextSize * parallel), "-np", String(parallel), "--swa-full", "--port", String(llamaPort), "--host", "127.0.0.1", "--no-webui"],
+{ stdio: "ignore" }), llamaPort);
 const maplePort = await freePort();
-const mapleServer = spawn(process.execPath, [`${repoRoot}bin/maple.js`, "serve", "--model", model.path, "--port", String(maplePort),
+const maple = contender("Maple", spawn(process.execPath, [`${repoRoot}bin/maple.js`, "serve", "--model", model.path, "--port", String(maplePort),
     "--threads", String(threads), "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
-{ env: childEnv, stdio: ["ignore", "ignore", "inherit"] });
-let maple: ServerFigures;
+{ env: childEnv, stdio: ["ignore", "ignore", "inherit"] }), maplePort);
+let llamaFigures: ServerFigures;
+let mapleFigures: ServerFigures;
 try {
-    maple = await measureServer("Maple", mapleServer, `http://127.0.0.1:${maplePort}`);
+    await measureInTurns([llama, maple]);
+    llamaFigures = await figures(llama);
+    mapleFigures = await figures(maple);
 } finally {
-    await stop(mapleServer);
+    await Promise.all([stop(llama.child), stop(maple.child)]);
 }
 
 const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
+const [l, m] = [llamaFigures, mapleFigures];
 const rows: [string, string, string, string, string][] = [
     ["figure", "llama-bench", "llama-server", "Maple engine", "Maple HTTP"],
-    ["prompt tok/s", fixed(llamaBench.promptTokensPerSecond), fixed(llama.promptTokensPerSecond), "", fixed(maple.promptTokensPerSecond)],
-    ["decode tok/s", fixed(llamaBench.decodeTokensPerSecond), fixed(llama.decodeTokensPerSecond), fixed(engineOnly.decodeTokensPerSecond), fixed(maple.decodeTokensPerSecond)],
-    ["TTFT cold ms", "", fixed(llama.ttftColdMs), fixed(engineOnly.ttftMs), fixed(maple.ttftColdMs)],
-    ["TTFT cached ms", "", fixed(llama.ttftCachedMs), "", fixed(maple.ttftCachedMs)],
-    ["cached tokens", "", String(llama.cachedTokens ?? "–"), "", String(maple.cachedTokens ?? "–")],
-    [`${parallel}-stream aggregate tok/s`, "", fixed(llama.parallelAggregateTokensPerSecond), "", fixed(maple.parallelAggregateTokensPerSecond)],
-    ["inter-token p50 ms", "", fixed(llama.interTokenP50Ms, 2), "", fixed(maple.interTokenP50Ms, 2)],
-    ["inter-token p99 ms", "", fixed(llama.interTokenP99Ms, 2), "", fixed(maple.interTokenP99Ms, 2)],
-    ["RSS MB", "", fixed(llama.rssMb, 0), "", fixed(maple.rssMb, 0)]
+    ["prompt tok/s", fixed(llamaBench.promptTokensPerSecond), fixed(l.promptTokensPerSecond), "", fixed(m.promptTokensPerSecond)],
+    ["decode tok/s, empty context", fixed(llamaBench.decodeTokensPerSecond), "", "", ""],
+    ["decode tok/s after prompt", fixed(llamaBench.decodeAtDepthTokensPerSecond), fixed(l.decodeTokensPerSecond), fixed(engineOnly.decodeTokensPerSecond), fixed(m.decodeTokensPerSecond)],
+    ["TTFT cold ms", "", fixed(l.ttftColdMs), fixed(engineOnly.ttftMs), fixed(m.ttftColdMs)],
+    ["TTFT cached ms", "", fixed(l.ttftCachedMs), "", fixed(m.ttftCachedMs)],
+    ["cached tokens", "", String(l.cachedTokens ?? "–"), "", String(m.cachedTokens ?? "–")],
+    [`${parallel}-stream aggregate tok/s`, "", fixed(l.parallelAggregateTokensPerSecond), "", fixed(m.parallelAggregateTokensPerSecond)],
+    ["inter-token p50 ms", "", fixed(l.interTokenP50Ms, 2), "", fixed(m.interTokenP50Ms, 2)],
+    ["inter-token p99 ms", "", fixed(l.interTokenP99Ms, 2), "", fixed(m.interTokenP99Ms, 2)],
+    ["RSS MB", "", fixed(l.rssMb, 0), "", fixed(m.rssMb, 0)]
 ];
 console.log();
-for (const row of rows) console.log(row[0].padEnd(26) + row.slice(1).map((cell) => cell.padStart(14)).join(""));
+for (const row of rows) console.log(row[0].padEnd(28) + row.slice(1).map((cell) => cell.padStart(14)).join(""));
 const ratio = (a: number, b: number): string => `${(a / b).toFixed(3)}×`;
-console.log("\nratios, Maple HTTP / llama.cpp:");
-console.log(`  decode vs llama-server ${ratio(maple.decodeTokensPerSecond, llama.decodeTokensPerSecond)}, vs llama-bench ${ratio(maple.decodeTokensPerSecond, llamaBench.decodeTokensPerSecond)}`);
-console.log(`  ${parallel}-stream aggregate vs llama-server ${ratio(maple.parallelAggregateTokensPerSecond, llama.parallelAggregateTokensPerSecond)}`);
-console.log(`  TTFT cold ${ratio(maple.ttftColdMs, llama.ttftColdMs)}, cached ${ratio(maple.ttftCachedMs, llama.ttftCachedMs)} (lower is better)`);
-console.log(`  prompt tok/s vs llama-bench ${ratio(maple.promptTokensPerSecond, llamaBench.promptTokensPerSecond)}`);
-console.log(`  HTTP cost per token over Maple's engine: ${fixed(1000 / maple.decodeTokensPerSecond - 1000 / engineOnly.decodeTokensPerSecond, 3)} ms`);
+console.log("\nratios:");
+console.log(`  Maple HTTP decode vs llama-server ${ratio(m.decodeTokensPerSecond, l.decodeTokensPerSecond)}`);
+console.log(`  Maple ${parallel}-stream aggregate vs llama-server ${ratio(m.parallelAggregateTokensPerSecond, l.parallelAggregateTokensPerSecond)}`);
+console.log(`  Maple TTFT cold ${ratio(m.ttftColdMs, l.ttftColdMs)}, cached ${ratio(m.ttftCachedMs, l.ttftCachedMs)} of llama-server's (lower is better)`);
+console.log(`  Maple engine decode vs llama-bench at the same depth ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}, in an empty context ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeTokensPerSecond)}`);
+console.log(`  llama-server decode vs llama-bench at the same depth ${ratio(l.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}`);
+console.log(`  Maple HTTP prompt tok/s vs llama-bench ${ratio(m.promptTokensPerSecond, llamaBench.promptTokensPerSecond)}`);
+console.log(`  HTTP cost per token over Maple's engine: ${fixed(1000 / m.decodeTokensPerSecond - 1000 / engineOnly.decodeTokensPerSecond, 3)} ms`);

@@ -1,4 +1,15 @@
-/** One streamed /v1/completions request against any OpenAI-compatible server (Maple or llama-server), timed per chunk. */
+import { request } from "node:http";
+
+/**
+ * One streamed /v1/completions request against any OpenAI-compatible server (Maple or
+ * llama-server), timed per chunk.
+ *
+ * The client shares the 2 cores with the server's spinning llama.cpp threads, so whatever CPU it
+ * spends per chunk is taken from the decode it measures. Measured on maple-preview: a fetch()
+ * client that parsed each chunk as it came cost ~0.5 ms of CPU per token and made either server
+ * look ~2.5 ms/token slower than curl did. So chunks are only stamped with their arrival time on
+ * the way in (node:http, no WHATWG streams) and parsed after the response has ended.
+ */
 export interface StreamTiming {
     ttftMs: number;
     /** Gaps between successive text chunks. */
@@ -6,26 +17,46 @@ export interface StreamTiming {
     chunks: number;
     decodeTokensPerSecond: number;
     cachedTokens: number | undefined;
+    /** Arrival time (performance.now()) of every chunk with text. */
+    textArrivals: number[];
+}
+
+interface Arrival {
+    at: number;
+    data: Buffer;
 }
 
 export async function timeCompletionStream(url: string, body: Record<string, unknown>): Promise<StreamTiming> {
+    const payload = JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } });
     const startedAt = performance.now();
-    const response = await fetch(`${url}/v1/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } })
+    const arrivals = await new Promise<Arrival[]>((resolve, reject) => {
+        const outgoing = request(`${url}/v1/completions`, {
+            method: "POST",
+            // A fresh connection per request: a kept-alive socket the server has since closed would fail the run.
+            agent: false,
+            headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
+        }, (response) => {
+            const received: Arrival[] = [];
+            response.on("data", (data: Buffer) => received.push({ at: performance.now(), data }));
+            response.on("end", () => {
+                if (response.statusCode === 200) resolve(received);
+                else reject(new Error(`${url}: HTTP ${response.statusCode} ${Buffer.concat(received.map((arrival) => arrival.data)).toString()}`));
+            });
+            response.on("error", reject);
+        });
+        outgoing.on("error", reject);
+        outgoing.end(payload);
     });
-    if (!response.ok || response.body === null) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
-    const reader = response.body.getReader();
+    return parseArrivals(arrivals, startedAt);
+}
+
+function parseArrivals(arrivals: readonly Arrival[], startedAt: number): StreamTiming {
     const decoder = new TextDecoder();
-    const arrivals: number[] = [];
+    const textArrivals: number[] = [];
     let cachedTokens: number | undefined;
     let buffered = "";
-    for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        const now = performance.now();
-        buffered += decoder.decode(value, { stream: true });
+    for (const { at, data } of arrivals) {
+        buffered += decoder.decode(data, { stream: true });
         const events = buffered.split("\n\n");
         buffered = events.pop() ?? "";
         for (const event of events) {
@@ -37,16 +68,17 @@ export async function timeCompletionStream(url: string, body: Record<string, unk
             };
             if (chunk.usage?.prompt_tokens_details?.cached_tokens !== undefined) cachedTokens = chunk.usage.prompt_tokens_details.cached_tokens;
             if (chunk.timings?.cache_n !== undefined) cachedTokens = chunk.timings.cache_n;
-            if (chunk.choices?.[0]?.text) arrivals.push(now);
+            if (chunk.choices?.[0]?.text) textArrivals.push(at);
         }
     }
-    const first = arrivals[0] ?? performance.now();
-    const last = arrivals.at(-1) ?? first;
+    const first = textArrivals[0] ?? NaN;
+    const last = textArrivals.at(-1) ?? first;
     return {
         ttftMs: first - startedAt,
-        interTokenMs: arrivals.slice(1).map((at, index) => at - arrivals[index]!),
-        chunks: arrivals.length,
-        decodeTokensPerSecond: (arrivals.length - 1) / ((last - first) / 1000),
-        cachedTokens
+        interTokenMs: textArrivals.slice(1).map((at, index) => at - textArrivals[index]!),
+        chunks: textArrivals.length,
+        decodeTokensPerSecond: (textArrivals.length - 1) / ((last - first) / 1000),
+        cachedTokens,
+        textArrivals
     };
 }
