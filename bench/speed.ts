@@ -75,11 +75,22 @@ function contender(name: string, child: ChildProcess, port: number): Contender {
 /** Lets the other server's llama.cpp threads stop spinning before this one is timed. */
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 300));
 
+interface EngineRun {
+    ttftMs: number;
+    decodeTokensPerSecond: number;
+}
+
+/** Maple's engine without HTTP, in its own process: one run with the same prompt and seed as the servers' run `run`. */
+function engineRun(run: number): Promise<EngineRun> {
+    return runJsonChild<EngineRun>([`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), "1", String(run)], childEnv);
+}
+
 /**
  * Both servers run at once (they map the same file, so its pages are shared) and are timed in
- * turns, run by run: whatever else the machine does in a minute falls on both alike.
+ * turns with Maple's engine, run by run: whatever else the machine does in a minute falls on all
+ * alike. (Run-to-run spread on this machine is several percent, more than the differences measured.)
  */
-async function measureInTurns(contenders: Contender[]): Promise<void> {
+async function measureInTurns(contenders: Contender[], engineRuns: EngineRun[]): Promise<void> {
     for (const each of contenders) {
         await waitForHealth(each.url, each.child);
         await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
@@ -87,6 +98,8 @@ async function measureInTurns(contenders: Contender[]): Promise<void> {
     for (let run = 0; run < runs; run++) {
         // A different first token each run: nothing of the previous run's prompt is reused.
         const prompt = `Run ${run}: ${benchPrompt(promptTokens)}`;
+        process.stderr.write(`run ${run + 1}/${runs}: Maple engine\n`);
+        engineRuns.push(await engineRun(run));
         for (const each of contenders) {
             process.stderr.write(`run ${run + 1}/${runs}: ${each.name}\n`);
             await settle();
@@ -132,8 +145,6 @@ const tools = await ensureLlamaCppTools();
 console.log(`model ${values.model} (${model.path}), threads ${threads}, prompt ~${promptTokens} tokens, ${maxTokens} generated, ${parallel} parallel, median of ${runs}`);
 
 const llamaBench = await runLlamaBench(tools.bench, model.path, threads, promptTokens, maxTokens);
-const engineOnly = await runJsonChild<{ ttftMs: number; decodeTokensPerSecond: number }>(
-    [`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), String(runs)], childEnv);
 
 const llamaPort = await freePort();
 const llama = contender("llama-server", spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads),
@@ -145,13 +156,18 @@ const maple = contender("Maple", spawn(process.execPath, [`${repoRoot}bin/maple.
 { env: childEnv, stdio: ["ignore", "ignore", "inherit"] }), maplePort);
 let llamaFigures: ServerFigures;
 let mapleFigures: ServerFigures;
+const engineRuns: EngineRun[] = [];
 try {
-    await measureInTurns([llama, maple]);
+    await measureInTurns([llama, maple], engineRuns);
     llamaFigures = await figures(llama);
     mapleFigures = await figures(maple);
 } finally {
     await Promise.all([stop(llama.child), stop(maple.child)]);
 }
+const engineOnly: EngineRun = {
+    ttftMs: median(engineRuns.map((run) => run.ttftMs)),
+    decodeTokensPerSecond: median(engineRuns.map((run) => run.decodeTokensPerSecond))
+};
 
 const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
 const [l, m] = [llamaFigures, mapleFigures];
