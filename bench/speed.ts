@@ -80,9 +80,9 @@ interface EngineRun {
     decodeTokensPerSecond: number;
 }
 
-/** Maple's engine without HTTP, in its own process: one run with the same prompt and seed as the servers' run `run`. */
+/** Maple's engine without HTTP, in its own process with the server's slots: one run with the same prompt and seed as the servers' run `run`. */
 function engineRun(run: number): Promise<EngineRun> {
-    return runJsonChild<EngineRun>([`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), "1", String(run)], childEnv);
+    return runJsonChild<EngineRun>([`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), "1", String(run), String(parallel)], childEnv);
 }
 
 /**
