@@ -9,7 +9,7 @@
 import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration } from "../src/generation/generateText.js";
 import { Scheduler } from "../src/scheduler/scheduler.js";
-import { benchPrompt, median } from "./shared.js";
+import { median, runPrompt } from "./shared.js";
 
 const [modelPath, threadsText = "2", promptTokensText = "200", maxTokensText = "128", runsText = "3", firstRunText = "0", slotsText = "1"] = process.argv.slice(2);
 if (modelPath === undefined) throw new Error("usage: mapleEngine MODEL_PATH THREADS PROMPT_TOKENS MAX_TOKENS RUNS [FIRST_RUN] [SLOTS]");
@@ -20,7 +20,7 @@ const results: { ttftMs: number; decodeTokensPerSecond: number; generated: numbe
 let promptTokens = 0;
 const firstRun = Number(firstRunText);
 for (let run = firstRun; run < firstRun + Number(runsText); run++) {
-    const prompt = engine.tokenize(`Run ${run}: ${benchPrompt(Number(promptTokensText))}`, { specialTokens: true, addBos: true });
+    const prompt = engine.tokenize(runPrompt(run, Number(promptTokensText)), { specialTokens: true, addBos: true });
     promptTokens = prompt.length;
     const startedAt = performance.now();
     const generation = await startTextGeneration(engine, scheduler, {

@@ -10,6 +10,14 @@ export function benchPrompt(approxTokens: number): string {
     return sentence.repeat(Math.max(1, Math.round(approxTokens / 17)));
 }
 
+/**
+ * Run `run`'s prompt: a different first token each run, so no run reuses the previous run's
+ * cached prompt. bench/speed gives the servers and Maple's engine the same one per run.
+ */
+export function runPrompt(run: number, approxTokens: number): string {
+    return `Run ${run}: ${benchPrompt(approxTokens)}`;
+}
+
 export function median(values: readonly number[]): number {
     const sorted = [...values].sort((a, b) => a - b);
     const middle = Math.floor(sorted.length / 2);

@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
 import { ensureLlamaCppTools, runLlamaBench } from "./llamaCpp.js";
-import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runJsonChild, waitForHealth } from "./shared.js";
+import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runJsonChild, runPrompt, waitForHealth } from "./shared.js";
 import { timeCompletionStream, type StreamTiming } from "./streamClient.js";
 
 const { values } = parseArgs({
@@ -96,8 +96,7 @@ async function measureInTurns(contenders: Contender[], engineRuns: EngineRun[]):
         await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
     }
     for (let run = 0; run < runs; run++) {
-        // A different first token each run: nothing of the previous run's prompt is reused.
-        const prompt = `Run ${run}: ${benchPrompt(promptTokens)}`;
+        const prompt = runPrompt(run, promptTokens);
         process.stderr.write(`run ${run + 1}/${runs}: Maple engine\n`);
         engineRuns.push(await engineRun(run));
         for (const each of contenders) {

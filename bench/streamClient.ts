@@ -14,7 +14,6 @@ export interface StreamTiming {
     ttftMs: number;
     /** Gaps between successive text chunks. */
     interTokenMs: number[];
-    chunks: number;
     decodeTokensPerSecond: number;
     cachedTokens: number | undefined;
     /** Arrival time (performance.now()) of every chunk with text. */
@@ -76,7 +75,6 @@ function parseArrivals(arrivals: readonly Arrival[], startedAt: number): StreamT
     return {
         ttftMs: first - startedAt,
         interTokenMs: textArrivals.slice(1).map((at, index) => at - textArrivals[index]!),
-        chunks: textArrivals.length,
         decodeTokensPerSecond: (textArrivals.length - 1) / ((last - first) / 1000),
         cachedTokens,
         textArrivals
