@@ -19,14 +19,7 @@ function float16BitsToFloat32(bits: number): number {
 }
 
 function concat(chunks: Iterable<Uint8Array>): Uint8Array {
-    const parts = [...chunks];
-    const result = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let at = 0;
-    for (const part of parts) {
-        result.set(part, at);
-        at += part.length;
-    }
-    return result;
+    return Buffer.concat([...chunks]);
 }
 
 function standardDeviation(values: readonly number[]): number {

@@ -23,7 +23,7 @@ export interface GgufLayout {
 
 export function layoutGguf(metadata: MetadataEntries, plans: readonly TensorPlan[]): GgufLayout {
     const { tensors, dataBytes } = placeTensors(plans);
-    const header = concatBytes([serializeMetadataSection(metadata, tensors.length), ...tensors.map(tensorInfo)]);
+    const header = Buffer.concat([serializeMetadataSection(metadata, tensors.length), ...tensors.map(tensorInfo)]);
     const paddedHeader = new Uint8Array(alignUp(header.length));
     paddedHeader.set(header);
     return { header: paddedHeader, tensors, totalBytes: paddedHeader.length + dataBytes };
@@ -77,14 +77,4 @@ function tensorInfo({ plan, offset }: PlacedTensor): Uint8Array {
     view.setUint32(at, plan.type, true);
     view.setBigUint64(at + 4, BigInt(offset), true);
     return bytes;
-}
-
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-    const result = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let at = 0;
-    for (const part of parts) {
-        result.set(part, at);
-        at += part.length;
-    }
-    return result;
 }
