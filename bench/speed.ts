@@ -1,18 +1,21 @@
 /**
  * Issue 4's benchmark, one command, all contenders side by side on the same GGUF and threads:
- * Maple over HTTP (streaming), Maple's engine without HTTP, llama.cpp's llama-bench and
+ * Maple over HTTP (streaming), Maple's engine without HTTP (and the same engine behind a bare
+ * node:http stream: the floor any Node server pays per token), llama.cpp's llama-bench and
  * llama-server (built from the source node-llama-cpp ships). Prints figures and Maple / llama.cpp ratios.
  *
  *   npm run build && node dist/bench/speed.js [--model synthetic:qwen3-0.6b] [--threads N]
  *       [--prompt-tokens 200] [--max-tokens 128] [--runs 3] [--parallel 4]
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { availableParallelism } from "node:os";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
 import { ensureLlamaCppTools, runLlamaBench } from "./llamaCpp.js";
-import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runJsonChild, runPrompt, waitForHealth } from "./shared.js";
+import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runPrompt, waitForHealth } from "./shared.js";
 import { timeCompletionStream, type StreamTiming } from "./streamClient.js";
 
 const { values } = parseArgs({
@@ -80,25 +83,46 @@ interface EngineRun {
     decodeTokensPerSecond: number;
 }
 
-/** Maple's engine without HTTP, in its own process with the server's slots: one run with the same prompt and seed as the servers' run `run`. */
-function engineRun(run: number): Promise<EngineRun> {
-    return runJsonChild<EngineRun>([`${repoRoot}dist/bench/mapleEngine.js`, model.path, String(threads), String(promptTokens), String(maxTokens), "1", String(run), String(parallel)], childEnv);
+/** Maple's engine (bench/engineServer) and its bare node:http stream, one long-lived process. */
+interface EngineContender {
+    child: ChildProcess;
+    url: string;
+    runs: EngineRun[];
+    bare: StreamTiming[];
+}
+
+async function startEngineContender(): Promise<EngineContender> {
+    const child = spawn(process.execPath, [`${repoRoot}dist/bench/engineServer.js`, model.path, String(threads), String(parallel), String(promptTokens), String(maxTokens)],
+        { env: childEnv, stdio: ["ignore", "pipe", "inherit"] });
+    const [line] = await once(createInterface({ input: child.stdout! }), "line") as [string];
+    const { port } = JSON.parse(line) as { port: number };
+    return { child, url: `http://127.0.0.1:${port}`, runs: [], bare: [] };
+}
+
+/** One in-process run with the same prompt and seed as the servers' run `run`. */
+async function engineRun(engine: EngineContender, run: number): Promise<EngineRun> {
+    const response = await fetch(`${engine.url}/engine-run`, { method: "POST", body: JSON.stringify({ run }) });
+    if (!response.ok) throw new Error(`engine run ${run}: HTTP ${response.status} ${await response.text()}`);
+    return await response.json() as EngineRun;
 }
 
 /**
- * Both servers run at once (they map the same file, so its pages are shared) and are timed in
- * turns with Maple's engine, run by run: whatever else the machine does in a minute falls on all
+ * Both servers and Maple's engine run at once (they map the same file, so its pages are shared)
+ * and are timed in turns, run by run: whatever else the machine does in a minute falls on all
  * alike. (Run-to-run spread on this machine is several percent, more than the differences measured.)
  */
-async function measureInTurns(contenders: Contender[], engineRuns: EngineRun[]): Promise<void> {
-    for (const each of contenders) {
+async function measureInTurns(contenders: Contender[], engine: EngineContender): Promise<void> {
+    for (const each of [...contenders, engine]) {
         await waitForHealth(each.url, each.child);
         await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
     }
     for (let run = 0; run < runs; run++) {
         const prompt = runPrompt(run, promptTokens);
-        process.stderr.write(`run ${run + 1}/${runs}: Maple engine\n`);
-        engineRuns.push(await engineRun(run));
+        process.stderr.write(`run ${run + 1}/${runs}: Maple engine, then behind bare node:http\n`);
+        await settle();
+        engine.runs.push(await engineRun(engine, run));
+        await settle();
+        engine.bare.push(await timeCompletionStream(engine.url, { prompt, ...sampling, seed: run + 1 }));
         for (const each of contenders) {
             process.stderr.write(`run ${run + 1}/${runs}: ${each.name}\n`);
             await settle();
@@ -153,22 +177,33 @@ const maplePort = await freePort();
 const maple = contender("Maple", spawn(process.execPath, [`${repoRoot}bin/maple.js`, "serve", "--model", model.path, "--port", String(maplePort),
     "--threads", String(threads), "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
 { env: childEnv, stdio: ["ignore", "ignore", "inherit"] }), maplePort);
+const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
+const engine = await startEngineContender();
 let llamaFigures: ServerFigures;
 let mapleFigures: ServerFigures;
-const engineRuns: EngineRun[] = [];
 try {
-    await measureInTurns([llama, maple], engineRuns);
+    await measureInTurns([llama, maple], engine);
     llamaFigures = await figures(llama);
     mapleFigures = await figures(maple);
 } finally {
-    await Promise.all([stop(llama.child), stop(maple.child)]);
+    await Promise.all([stop(llama.child), stop(maple.child), stop(engine.child)]);
 }
 const engineOnly: EngineRun = {
-    ttftMs: median(engineRuns.map((run) => run.ttftMs)),
-    decodeTokensPerSecond: median(engineRuns.map((run) => run.decodeTokensPerSecond))
+    ttftMs: median(engine.runs.map((run) => run.ttftMs)),
+    decodeTokensPerSecond: median(engine.runs.map((run) => run.decodeTokensPerSecond))
 };
+/**
+ * Milliseconds per token that `timings` adds over the engine, run by run (each run's pair was
+ * timed a few seconds apart with the same prompt and seed, so drift over the minutes cancels).
+ */
+function addedMsPerToken(timings: readonly StreamTiming[]): number[] {
+    return timings.map((timing, run) => 1000 / timing.decodeTokensPerSecond - 1000 / engine.runs[run]!.decodeTokensPerSecond);
+}
+const describeAdded = (added: readonly number[]): string =>
+    `${fixed(median(added), 3)} ms (median of ${added.length} paired runs; ${fixed(Math.min(...added), 3)} to ${fixed(Math.max(...added), 3)})`;
+const mapleAdded = addedMsPerToken(maple.cold);
+const bareAdded = addedMsPerToken(engine.bare);
 
-const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
 const [l, m] = [llamaFigures, mapleFigures];
 const rows: [string, string, string, string, string][] = [
     ["figure", "llama-bench", "llama-server", "Maple engine", "Maple HTTP"],
@@ -193,4 +228,6 @@ console.log(`  Maple TTFT cold ${ratio(m.ttftColdMs, l.ttftColdMs)}, cached ${ra
 console.log(`  Maple engine decode vs llama-bench at the same depth ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}, in an empty context ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeTokensPerSecond)}`);
 console.log(`  llama-server decode vs llama-bench at the same depth ${ratio(l.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}`);
 console.log(`  Maple HTTP prompt tok/s vs llama-bench ${ratio(m.promptTokensPerSecond, llamaBench.promptTokensPerSecond)}`);
-console.log(`  HTTP cost per token over Maple's engine: ${fixed(1000 / m.decodeTokensPerSecond - 1000 / engineOnly.decodeTokensPerSecond, 3)} ms`);
+console.log(`  HTTP cost per token over Maple's engine: ${describeAdded(mapleAdded)}; from the medians above ${fixed(1000 / m.decodeTokensPerSecond - 1000 / engineOnly.decodeTokensPerSecond, 3)} ms`);
+console.log(`    the same engine behind bare node:http (the floor for a Node server here): ${describeAdded(bareAdded)}`);
+console.log(`    Maple's own layers over that floor: ${describeAdded(mapleAdded.map((added, run) => added - bareAdded[run]!))}`);
