@@ -11,7 +11,7 @@
  *   kernel's loopback delivery, the client's wake-up). Maple's own layers cost what Maple's HTTP
  *   figure adds to this one.
  *
- * Usage: node dist/bench/engineServer.js MODEL_PATH THREADS SLOTS PROMPT_TOKENS MAX_TOKENS
+ * Usage: node dist/bench/engineServer.js MODEL_PATH THREADS SLOTS CONTEXT_SIZE PROMPT_TOKENS MAX_TOKENS
  * Prints `{"port": N}` once it listens on 127.0.0.1.
  */
 import { createServer, type IncomingMessage } from "node:http";
@@ -20,10 +20,10 @@ import { startTextGeneration, type TextGeneration } from "../src/generation/gene
 import { Scheduler } from "../src/scheduler/scheduler.js";
 import { runPrompt } from "./shared.js";
 
-const [modelPath, threadsText = "2", slotsText = "4", promptTokensText = "200", maxTokensText = "128"] = process.argv.slice(2);
-if (modelPath === undefined) throw new Error("usage: engineServer MODEL_PATH THREADS SLOTS PROMPT_TOKENS MAX_TOKENS");
+const [modelPath, threadsText = "2", slotsText = "4", contextSizeText = "4096", promptTokensText = "200", maxTokensText = "128"] = process.argv.slice(2);
+if (modelPath === undefined) throw new Error("usage: engineServer MODEL_PATH THREADS SLOTS CONTEXT_SIZE PROMPT_TOKENS MAX_TOKENS");
 const slots = Number(slotsText);
-const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), contextSize: 4096, slots, batchSize: 512 });
+const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), contextSize: Number(contextSizeText), slots, batchSize: 512 });
 const scheduler = new Scheduler({ slots, maxQueueDepth: 0, queueTimeoutMs: 1000 });
 
 interface CompletionBody {

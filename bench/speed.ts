@@ -92,7 +92,7 @@ interface EngineContender {
 }
 
 async function startEngineContender(): Promise<EngineContender> {
-    const child = spawn(process.execPath, [`${repoRoot}dist/bench/engineServer.js`, model.path, String(threads), String(parallel), String(promptTokens), String(maxTokens)],
+    const child = spawn(process.execPath, [`${repoRoot}dist/bench/engineServer.js`, model.path, String(threads), String(parallel), String(contextSize), String(promptTokens), String(maxTokens)],
         { env: childEnv, stdio: ["ignore", "pipe", "inherit"] });
     const [line] = await once(createInterface({ input: child.stdout! }), "line") as [string];
     const { port } = JSON.parse(line) as { port: number };
