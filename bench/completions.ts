@@ -26,7 +26,9 @@ const threads = values.threads;
 const maxTokens = Number(values["max-tokens"]);
 const runs = Number(values.runs);
 const modelsDir = process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir;
-const env = { UV_THREADPOOL_SIZE: "1" };
+// The raw node-llama-cpp script is an ES module, which cannot set its own libuv pool size (the
+// loader starts the pool before its first line): it gets the `maple` command's default from here.
+const env = { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "1" };
 
 console.log(`model ${values.model}, threads ${threads}, prompt ~${values["prompt-tokens"]} tokens, ${maxTokens} tokens generated, median of ${runs} runs`);
 const model = await resolveModel(values.model, {
@@ -38,9 +40,9 @@ const raw = await runJsonChild<{ promptTokens: number; ttftMs: number; decodeTok
     [`${repoRoot}dist/bench/rawNodeLlamaCpp.js`, model.path, threads, values["prompt-tokens"], String(maxTokens), String(runs)], env);
 
 const port = await freePort();
-const server = spawn(process.execPath, [`${repoRoot}bin/maple.js`, "serve", "--model", model.path, "--port", String(port),
+const server = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port),
     "--threads", threads, "--parallel", "1", "--context-size", "4096", "--log-level", "warn"],
-{ env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+{ stdio: ["ignore", "ignore", "inherit"] });
 const url = `http://127.0.0.1:${port}`;
 try {
     await waitForHealth(url, server);

@@ -387,7 +387,7 @@ const modelsDir = process.env.MAPLE_MODELS_DIR ?? join(repoRoot, ".maple-cache",
 // --expose-gc and a SIGUSR2 handler let the bench run a full garbage collection in the server before
 // each RSS reading (see rssAfterGc).
 const collectOnSignal = `data:text/javascript,${encodeURIComponent("process.on('SIGUSR2', () => globalThis.gc?.());")}`;
-const server = spawn(process.execPath, ["--expose-gc", "--import", collectOnSignal, `${repoRoot}bin/maple.js`, "serve", "--model", "synthetic:maple-tiny", "--port", String(port),
+const server = spawn(process.execPath, ["--expose-gc", "--import", collectOnSignal, `${repoRoot}bin/maple.cjs`, "serve", "--model", "synthetic:maple-tiny", "--port", String(port),
     "--threads", "2", "--max-queue-depth", String(maxQueueDepth), "--parallel", String(parallel), "--log-level", "warn"],
 { env: { ...process.env, MAPLE_MODELS_DIR: modelsDir }, stdio: ["ignore", "ignore", "pipe"] });
 let serverStderr = "";

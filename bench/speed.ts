@@ -35,7 +35,10 @@ const maxTokens = Number(values["max-tokens"]);
 const runs = Number(values.runs);
 const parallel = Number(values.parallel);
 const contextSize = Number(values["context-size"]);
-const childEnv = { ...process.env, UV_THREADPOOL_SIZE: "1" };
+// Maple runs as users run it: the `maple` command picks its own libuv pool size. The engine process
+// is a plain ES module script, which cannot (the loader starts the pool before its first line), so
+// it gets the command's default from here.
+const engineEnv = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "1" };
 
 interface ServerFigures {
     ttftColdMs: number;
@@ -93,7 +96,7 @@ interface EngineContender {
 
 async function startEngineContender(): Promise<EngineContender> {
     const child = spawn(process.execPath, [`${repoRoot}dist/bench/engineServer.js`, model.path, String(threads), String(parallel), String(contextSize), String(promptTokens), String(maxTokens)],
-        { env: childEnv, stdio: ["ignore", "pipe", "inherit"] });
+        { env: engineEnv, stdio: ["ignore", "pipe", "inherit"] });
     const [line] = await once(createInterface({ input: child.stdout! }), "line") as [string];
     const { port } = JSON.parse(line) as { port: number };
     return { child, url: `http://127.0.0.1:${port}`, runs: [], bare: [] };
@@ -174,9 +177,9 @@ const llama = contender("llama-server", spawn(tools.server, ["-m", model.path, "
     "-c", String(contextSize * parallel), "-np", String(parallel), "--swa-full", "--port", String(llamaPort), "--host", "127.0.0.1", "--no-webui"],
 { stdio: "ignore" }), llamaPort);
 const maplePort = await freePort();
-const maple = contender("Maple", spawn(process.execPath, [`${repoRoot}bin/maple.js`, "serve", "--model", model.path, "--port", String(maplePort),
+const maple = contender("Maple", spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(maplePort),
     "--threads", String(threads), "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
-{ env: childEnv, stdio: ["ignore", "ignore", "inherit"] }), maplePort);
+{ stdio: ["ignore", "ignore", "inherit"] }), maplePort);
 const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
 const engine = await startEngineContender();
 let llamaFigures: ServerFigures;

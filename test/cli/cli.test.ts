@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,12 +13,15 @@ import { testModelsDir } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 
 const repoRoot = new URL("../../../", import.meta.url).pathname;
-const bin = join(repoRoot, "bin", "maple.js");
+const bin = join(repoRoot, "bin", "maple.cjs");
 const packageJson = JSON.parse(await readFile(join(repoRoot, "package.json"), "utf8")) as { version: string };
 
-/** The environment without any MAPLE_* variable of the machine running the tests, plus `env`. */
+/**
+ * The environment without any MAPLE_* variable of the machine running the tests, nor the test
+ * runner's UV_THREADPOOL_SIZE (the command sets its own), plus `env`.
+ */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("MAPLE_")));
+    const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("MAPLE_") && name !== "UV_THREADPOOL_SIZE"));
     return { ...base, ...env };
 }
 
@@ -28,7 +32,7 @@ interface Finished {
     stderr: string;
 }
 
-/** Runs `node bin/maple.js ...args` to its end (killed after a generous deadline so a hang fails instead of stalling). */
+/** Runs `node bin/maple.cjs ...args` to its end (killed after a generous deadline so a hang fails instead of stalling). */
 async function runMaple(args: string[], env: Record<string, string> = {}): Promise<Finished> {
     const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -140,35 +144,49 @@ describe("maple CLI", () => {
         await serveBadModel(cutShort);
     });
 
-    it("serves synthetic:maple-tiny end to end, from flags and MAPLE_* variables, and exits 0 on SIGTERM", async () => {
-        const port = await freePort();
-        const apiKey = "cli-test-key";
-        const child = spawn(process.execPath, [bin, "serve", "--model", "synthetic:maple-tiny", "--port", String(port), "--model-id", "from-flag"], {
+    /** `maple serve` on synthetic:maple-tiny as a child process, once it reports ok on /health. */
+    async function startServe(port: number, args: string[], env: Record<string, string>) {
+        const child = spawn(process.execPath, [bin, "serve", "--model", "synthetic:maple-tiny", "--port", String(port), ...args], {
             cwd: repoRoot,
-            env: cleanEnv({
-                MAPLE_HOST: "127.0.0.1",
-                MAPLE_PORT: "1", // the flag wins
-                MAPLE_MODEL_ID: "from-variable",
-                MAPLE_THREADS: "1",
-                MAPLE_MODELS_DIR: testModelsDir,
-                MAPLE_CONTEXT_SIZE: "1024",
-                MAPLE_API_KEY: apiKey,
-                MAPLE_LOG_LEVEL: "warn"
-            }),
+            env: cleanEnv(env),
             stdio: ["ignore", "pipe", "pipe"]
         });
         let output = "";
         child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
         child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
         const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+        const stop = (): void => {
+            if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        };
+        const base = `http://127.0.0.1:${port}`;
         try {
-            const base = `http://127.0.0.1:${port}`;
             const health = await waitFor(async () => {
                 if (child.exitCode !== null) throw new Error(`maple exited early (${child.exitCode}):\n${output}`);
                 const response = await fetch(`${base}/health`).catch(() => undefined);
                 const body = await response?.json() as { status: string; model: string } | undefined;
                 return body?.status === "ok" ? body : undefined;
             }, "maple serve to report ok on /health", 25_000);
+            return { child, base, health, exited, stop, output: () => output };
+        } catch (error) {
+            stop();
+            throw error;
+        }
+    }
+
+    it("serves synthetic:maple-tiny end to end, from flags and MAPLE_* variables, and exits 0 on SIGTERM", async () => {
+        const port = await freePort();
+        const apiKey = "cli-test-key";
+        const { child, base, health, exited, stop, output } = await startServe(port, ["--model-id", "from-flag"], {
+            MAPLE_HOST: "127.0.0.1",
+            MAPLE_PORT: "1", // the flag wins
+            MAPLE_MODEL_ID: "from-variable",
+            MAPLE_THREADS: "1",
+            MAPLE_MODELS_DIR: testModelsDir,
+            MAPLE_CONTEXT_SIZE: "1024",
+            MAPLE_API_KEY: apiKey,
+            MAPLE_LOG_LEVEL: "warn"
+        });
+        try {
             assert.equal(health.model, "from-flag");
 
             const request = (authorization?: string): Promise<Response> => fetch(`${base}/v1/completions`, {
@@ -185,10 +203,34 @@ describe("maple CLI", () => {
 
             child.kill("SIGTERM");
             const [code, signal] = await exited;
-            assert.equal(signal, null, output);
-            assert.equal(code, 0, output);
+            assert.equal(signal, null, output());
+            assert.equal(code, 0, output());
         } finally {
-            if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+            stop();
         }
+    });
+
+    it("runs llama.cpp's decode calls on one libuv pool thread unless UV_THREADPOOL_SIZE says otherwise", { skip: !existsSync("/proc/self/task") && "needs /proc" }, async () => {
+        // libuv starts all of its pool threads at once, on first use: the thread counts of two
+        // otherwise equal servers differ by exactly the difference of their pool sizes.
+        const threadsAfterGenerating = async (env: Record<string, string>): Promise<number> => {
+            const port = await freePort();
+            const server = await startServe(port, [], { MAPLE_THREADS: "1", MAPLE_MODELS_DIR: testModelsDir, MAPLE_CONTEXT_SIZE: "1024", MAPLE_LOG_LEVEL: "warn", ...env });
+            try {
+                const response = await fetch(`${server.base}/v1/completions`, {
+                    method: "POST",
+                    headers: { "content-type": "application/json" },
+                    body: JSON.stringify({ prompt: "pool:", max_tokens: 8, grammar: "root ::= \"one thread\"" })
+                });
+                assert.equal(response.status, 200, await response.text());
+                assert.ok(!server.output().includes("UV_THREADPOOL_SIZE"), `no pool-size warning: ${server.output()}`);
+                return (await readdir(`/proc/${server.child.pid}/task`)).length;
+            } finally {
+                server.stop();
+            }
+        };
+        const byDefault = await threadsAfterGenerating({});
+        const withFour = await threadsAfterGenerating({ UV_THREADPOOL_SIZE: "4" });
+        assert.equal(withFour - byDefault, 3, `threads: ${byDefault} by default, ${withFour} with UV_THREADPOOL_SIZE=4`);
     });
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, it } from "node:test";
+import { threadPoolWarning } from "../../src/server/startServer.js";
 import { startTestServer } from "../helpers/testServer.js";
 
 function memoryStream(): { stream: Writable; text: () => string } {
@@ -61,5 +62,25 @@ describe("logs", () => {
         assert.ok(text.includes("zebra-42"));
         assert.ok(text.includes(privateAnswer));
         assert.ok(!text.includes(secretKey));
+    });
+
+    it("warn when UV_THREADPOOL_SIZE is not set (a server not started by the maple command), and only then", async () => {
+        const saved = process.env.UV_THREADPOOL_SIZE;
+        const startupLog = async (value: string | undefined): Promise<string> => {
+            if (value === undefined) delete process.env.UV_THREADPOOL_SIZE;
+            else process.env.UV_THREADPOOL_SIZE = value;
+            const log = memoryStream();
+            try {
+                const server = await startTestServer({ logLevel: "warn" }, { logStream: log.stream });
+                await server.close();
+            } finally {
+                if (saved === undefined) delete process.env.UV_THREADPOOL_SIZE;
+                else process.env.UV_THREADPOOL_SIZE = saved;
+            }
+            return log.text();
+        };
+        assert.ok((await startupLog(undefined)).includes(threadPoolWarning));
+        assert.ok(!(await startupLog("1")).includes("UV_THREADPOOL_SIZE"));
+        assert.ok(!(await startupLog("4")).includes("UV_THREADPOOL_SIZE"), "a size the user chose is theirs");
     });
 });
