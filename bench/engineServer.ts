@@ -4,27 +4,48 @@
  *
  * - `POST /engine-run {"run": N}`: one run timed in-process, with no HTTP per token (Maple's
  *   engine figure). Answers `{ttftMs, decodeTokensPerSecond}`.
- * - `POST /v1/completions` with `stream: true`: the bare Node HTTP floor. Each piece is written
+ * - `POST /v1/completions` with `stream: true` on `port`: the bare Node HTTP floor. Each piece is written
  *   as a minimal SSE event with node:http's own `res.write`, and nothing else runs per token: no
  *   Fastify, no validation, no chunk objects, no metrics. Timed by the same client as the servers,
  *   it measures what any Node server pays per token on this machine (the socket write, the
  *   kernel's loopback delivery, the client's wake-up). Maple's own layers cost what Maple's HTTP
  *   figure adds to this one.
+ * - Maple's own HTTP app (Fastify, routes, validation, metrics: what `maple serve` runs) on
+ *   `maplePort`, over the same engine and slots. Timing it against the other two in this one
+ *   process measures what Maple's layers cost per token with nothing else different: separate
+ *   processes of the same code decode up to ~0.8 ms/token apart on this machine, run to run, which
+ *   is more than the cost measured.
  *
  * Usage: node dist/bench/engineServer.js MODEL_PATH THREADS SLOTS CONTEXT_SIZE PROMPT_TOKENS MAX_TOKENS
- * Prints `{"port": N}` once it listens on 127.0.0.1.
+ * Prints `{"port": N, "maplePort": M}` once both listen on 127.0.0.1.
  */
 import { createServer, type IncomingMessage } from "node:http";
+import { once } from "node:events";
+import { chatMlFallbackTemplate } from "../src/chat/template.js";
+import { defaultConfig } from "../src/config/settings.js";
 import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/generation/generateText.js";
+import { buildApp } from "../src/http/app.js";
 import { Scheduler } from "../src/scheduler/scheduler.js";
+import { createLogger } from "../src/server/logger.js";
+import { ModelHost } from "../src/server/modelHost.js";
+import { version } from "../src/server/startServer.js";
 import { runPrompt } from "./shared.js";
 
 const [modelPath, threadsText = "2", slotsText = "4", contextSizeText = "4096", promptTokensText = "200", maxTokensText = "128"] = process.argv.slice(2);
 if (modelPath === undefined) throw new Error("usage: engineServer MODEL_PATH THREADS SLOTS CONTEXT_SIZE PROMPT_TOKENS MAX_TOKENS");
 const slots = Number(slotsText);
 const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), contextSize: Number(contextSizeText), slots, batchSize: 512 });
-const scheduler = new Scheduler({ slots, maxQueueDepth: 0, queueTimeoutMs: 1000 });
+const scheduler = new Scheduler({ slots, maxQueueDepth: 0, queueTimeoutMs: 1000, cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens) });
+
+// Maple's app as startServer builds it, handed this process's engine and scheduler.
+const host = new ModelHost();
+host.setReady({
+    engine, scheduler, source: modelPath,
+    chatTemplate: { template: engine.model.chatTemplate ?? chatMlFallbackTemplate, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+});
+const mapleApp = buildApp({ config: defaultConfig({ model: modelPath }), host, logger: createLogger("warn", process.stderr), version, shutdownSignal: new AbortController().signal });
+const mapleUrl = await mapleApp.listen({ host: "127.0.0.1", port: 0 });
 
 interface CompletionBody {
     prompt: string;
@@ -92,11 +113,11 @@ const server = createServer((request, response) => {
         response.end(String(error));
     });
 });
-server.listen(0, "127.0.0.1", () => {
-    const address = server.address();
-    console.log(JSON.stringify({ port: typeof address === "object" && address !== null ? address.port : 0 }));
-});
+server.listen(0, "127.0.0.1");
+await once(server, "listening");
+const address = server.address();
+console.log(JSON.stringify({ port: typeof address === "object" && address !== null ? address.port : 0, maplePort: Number(new URL(mapleUrl).port) }));
 process.once("SIGTERM", () => {
     server.close();
-    void engine.dispose().then(() => process.exit(0));
+    void mapleApp.close().then(() => engine.dispose()).then(() => process.exit(0));
 });

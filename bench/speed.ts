@@ -5,7 +5,7 @@
  * llama-server (built from the source node-llama-cpp ships). Prints figures and Maple / llama.cpp ratios.
  *
  *   npm run build && node dist/bench/speed.js [--model synthetic:qwen3-0.6b] [--threads N]
- *       [--prompt-tokens 200] [--max-tokens 128] [--runs 3] [--parallel 4]
+ *       [--prompt-tokens 200] [--max-tokens 128] [--runs 3] [--cost-runs 20] [--parallel 4]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -25,6 +25,7 @@ const { values } = parseArgs({
         "prompt-tokens": { type: "string", default: "200" },
         "max-tokens": { type: "string", default: "128" },
         runs: { type: "string", default: "3" },
+        "cost-runs": { type: "string", default: "20" },
         parallel: { type: "string", default: "4" },
         "context-size": { type: "string", default: "4096" }
     }
@@ -33,6 +34,7 @@ const threads = Number(values.threads);
 const promptTokens = Number(values["prompt-tokens"]);
 const maxTokens = Number(values["max-tokens"]);
 const runs = Number(values.runs);
+const costRuns = Number(values["cost-runs"]);
 const parallel = Number(values.parallel);
 const contextSize = Number(values["context-size"]);
 // Maple runs as users run it: the `maple` command picks its own libuv pool size. The engine process
@@ -90,16 +92,17 @@ interface EngineRun {
 interface EngineContender {
     child: ChildProcess;
     url: string;
+    /** Maple's own HTTP app over the same engine. */
+    mapleUrl: string;
     runs: EngineRun[];
-    bare: StreamTiming[];
 }
 
 async function startEngineContender(): Promise<EngineContender> {
     const child = spawn(process.execPath, [`${repoRoot}dist/bench/engineServer.js`, model.path, String(threads), String(parallel), String(contextSize), String(promptTokens), String(maxTokens)],
         { env: engineEnv, stdio: ["ignore", "pipe", "inherit"] });
     const [line] = await once(createInterface({ input: child.stdout! }), "line") as [string];
-    const { port } = JSON.parse(line) as { port: number };
-    return { child, url: `http://127.0.0.1:${port}`, runs: [], bare: [] };
+    const { port, maplePort } = JSON.parse(line) as { port: number; maplePort: number };
+    return { child, url: `http://127.0.0.1:${port}`, mapleUrl: `http://127.0.0.1:${maplePort}`, runs: [] };
 }
 
 /** One in-process run with the same prompt and seed as the servers' run `run`. */
@@ -119,13 +122,12 @@ async function measureInTurns(contenders: Contender[], engine: EngineContender):
         await waitForHealth(each.url, each.child);
         await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
     }
+    await timeCompletionStream(engine.mapleUrl, { prompt: "warm up", ...sampling, max_tokens: 8 });
     for (let run = 0; run < runs; run++) {
         const prompt = runPrompt(run, promptTokens);
-        process.stderr.write(`run ${run + 1}/${runs}: Maple engine, then behind bare node:http\n`);
+        process.stderr.write(`run ${run + 1}/${runs}: Maple engine\n`);
         await settle();
         engine.runs.push(await engineRun(engine, run));
-        await settle();
-        engine.bare.push(await timeCompletionStream(engine.url, { prompt, ...sampling, seed: run + 1 }));
         for (const each of contenders) {
             process.stderr.write(`run ${run + 1}/${runs}: ${each.name}\n`);
             await settle();
@@ -139,6 +141,50 @@ async function measureInTurns(contenders: Contender[], engine: EngineContender):
             each.aggregates.push(await parallelAggregate(each.url));
         }
     }
+}
+
+/** One round of the HTTP cost: milliseconds per decoded token of each path, same prompt and seed. */
+interface CostRound {
+    engine: number;
+    bare: number;
+    /** Maple's app in the engine's process. */
+    mapleApp: number;
+    /** `maple serve`, its own process. */
+    mapleServe: number;
+}
+
+/**
+ * HTTP's cost per token over the engine is a few tenths of a millisecond, against run-to-run swings
+ * of a millisecond or more here, and separate processes of the same code decode up to ~0.8 ms/token
+ * apart (measured: one launch of `maple serve` 0.5 ms/token faster than the engine process, the next
+ * 0.8 ms slower). So it gets rounds of its own, without llama-server, in the engine's process: the
+ * engine alone, the bare node:http stream and Maple's own app, back to back with the same prompt and
+ * seed, then `maple serve` for comparison; the order is reversed every other round so that no side
+ * is always timed first. Each round's differences are paired; medians over the rounds are the figures.
+ */
+async function measureHttpCost(maple: Contender, engine: EngineContender): Promise<CostRound[]> {
+    const rounds: CostRound[] = [];
+    const msPerToken = (tokensPerSecond: number): number => 1000 / tokensPerSecond;
+    for (let round = 0; round < costRuns; round++) {
+        process.stderr.write(`HTTP cost round ${round + 1}/${costRuns}\n`);
+        // Prompts the main runs did not use, so each is as cold for the servers as for the engine.
+        const run = runs + round;
+        const stream = async (url: string): Promise<number> =>
+            msPerToken((await timeCompletionStream(url, { prompt: runPrompt(run, promptTokens), ...sampling, seed: run + 1 })).decodeTokensPerSecond);
+        const measured: Partial<CostRound> = {};
+        const steps: [keyof CostRound, () => Promise<number>][] = [
+            ["engine", async () => msPerToken((await engineRun(engine, run)).decodeTokensPerSecond)],
+            ["bare", () => stream(engine.url)],
+            ["mapleApp", () => stream(engine.mapleUrl)],
+            ["mapleServe", () => stream(maple.url)]
+        ];
+        for (const [name, step] of round % 2 === 0 ? steps : steps.reverse()) {
+            await settle();
+            measured[name] = await step();
+        }
+        rounds.push(measured as CostRound);
+    }
+    return rounds;
 }
 
 async function figures(each: Contender): Promise<ServerFigures> {
@@ -184,8 +230,10 @@ const fixed = (value: number, digits = 1): string => (Number.isFinite(value) ? v
 const engine = await startEngineContender();
 let llamaFigures: ServerFigures;
 let mapleFigures: ServerFigures;
+let costRounds: CostRound[];
 try {
     await measureInTurns([llama, maple], engine);
+    costRounds = await measureHttpCost(maple, engine);
     llamaFigures = await figures(llama);
     mapleFigures = await figures(maple);
 } finally {
@@ -195,17 +243,12 @@ const engineOnly: EngineRun = {
     ttftMs: median(engine.runs.map((run) => run.ttftMs)),
     decodeTokensPerSecond: median(engine.runs.map((run) => run.decodeTokensPerSecond))
 };
-/**
- * Milliseconds per token that `timings` adds over the engine, run by run (each run's pair was
- * timed a few seconds apart with the same prompt and seed, so drift over the minutes cancels).
- */
-function addedMsPerToken(timings: readonly StreamTiming[]): number[] {
-    return timings.map((timing, run) => 1000 / timing.decodeTokensPerSecond - 1000 / engine.runs[run]!.decodeTokensPerSecond);
+/** The rounds' paired differences `of` − `over`, in ms per token: median, interquartile range, and the difference of the two medians. */
+function describeCost(of: keyof CostRound, over: keyof CostRound): string {
+    const paired = costRounds.map((round) => round[of] - round[over]);
+    const medians = median(costRounds.map((round) => round[of])) - median(costRounds.map((round) => round[over]));
+    return `${fixed(median(paired), 3)} ms (median of ${paired.length} paired rounds, interquartile ${fixed(percentile(paired, 0.25), 2)} to ${fixed(percentile(paired, 0.75), 2)}; difference of the medians ${fixed(medians, 3)})`;
 }
-const describeAdded = (added: readonly number[]): string =>
-    `${fixed(median(added), 3)} ms (median of ${added.length} paired runs; ${fixed(Math.min(...added), 3)} to ${fixed(Math.max(...added), 3)})`;
-const mapleAdded = addedMsPerToken(maple.cold);
-const bareAdded = addedMsPerToken(engine.bare);
 
 const [l, m] = [llamaFigures, mapleFigures];
 const rows: [string, string, string, string, string][] = [
@@ -231,6 +274,8 @@ console.log(`  Maple TTFT cold ${ratio(m.ttftColdMs, l.ttftColdMs)}, cached ${ra
 console.log(`  Maple engine decode vs llama-bench at the same depth ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}, in an empty context ${ratio(engineOnly.decodeTokensPerSecond, llamaBench.decodeTokensPerSecond)}`);
 console.log(`  llama-server decode vs llama-bench at the same depth ${ratio(l.decodeTokensPerSecond, llamaBench.decodeAtDepthTokensPerSecond)}`);
 console.log(`  Maple HTTP prompt tok/s vs llama-bench ${ratio(m.promptTokensPerSecond, llamaBench.promptTokensPerSecond)}`);
-console.log(`  HTTP cost per token over Maple's engine: ${describeAdded(mapleAdded)}; from the medians above ${fixed(1000 / m.decodeTokensPerSecond - 1000 / engineOnly.decodeTokensPerSecond, 3)} ms`);
-console.log(`    the same engine behind bare node:http (the floor for a Node server here): ${describeAdded(bareAdded)}`);
-console.log(`    Maple's own layers over that floor: ${describeAdded(mapleAdded.map((added, run) => added - bareAdded[run]!))}`);
+console.log("  HTTP cost per token over Maple's engine, all in the engine's process:");
+console.log(`    Maple's HTTP app: ${describeCost("mapleApp", "engine")}`);
+console.log(`    bare node:http (the floor for a Node server here): ${describeCost("bare", "engine")}`);
+console.log(`    Maple's own layers over that floor: ${describeCost("mapleApp", "bare")}`);
+console.log(`  maple serve (its own process) over the engine's process: ${describeCost("mapleServe", "engine")}`);
