@@ -21,30 +21,26 @@
  */
 import { createServer, type IncomingMessage } from "node:http";
 import { once } from "node:events";
-import { chatMlFallbackTemplate } from "../src/chat/template.js";
 import { defaultConfig } from "../src/config/settings.js";
 import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/generation/generateText.js";
 import { buildApp } from "../src/http/app.js";
-import { Scheduler } from "../src/scheduler/scheduler.js";
 import { createLogger } from "../src/server/logger.js";
 import { ModelHost } from "../src/server/modelHost.js";
-import { version } from "../src/server/startServer.js";
+import { readyModel, version } from "../src/server/startServer.js";
 import { runPrompt } from "./shared.js";
 
 const [modelPath, threadsText = "2", slotsText = "4", contextSizeText = "4096", promptTokensText = "200", maxTokensText = "128"] = process.argv.slice(2);
 if (modelPath === undefined) throw new Error("usage: engineServer MODEL_PATH THREADS SLOTS CONTEXT_SIZE PROMPT_TOKENS MAX_TOKENS");
 const slots = Number(slotsText);
 const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), contextSize: Number(contextSizeText), slots, batchSize: 512 });
-const scheduler = new Scheduler({ slots, maxQueueDepth: 0, queueTimeoutMs: 1000, cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens) });
-
-// Maple's app as startServer builds it, handed this process's engine and scheduler.
+// Maple's app as startServer builds it, over this process's engine; its scheduler serves the bench's own runs too.
+const config = defaultConfig({ model: modelPath });
+const ready = readyModel(engine, config, modelPath);
+const { scheduler } = ready;
 const host = new ModelHost();
-host.setReady({
-    engine, scheduler, source: modelPath,
-    chatTemplate: { template: engine.model.chatTemplate ?? chatMlFallbackTemplate, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
-});
-const mapleApp = buildApp({ config: defaultConfig({ model: modelPath }), host, logger: createLogger("warn", process.stderr), version, shutdownSignal: new AbortController().signal });
+host.setReady(ready);
+const mapleApp = buildApp({ config, host, logger: createLogger("warn", process.stderr), version, shutdownSignal: new AbortController().signal });
 const mapleUrl = await mapleApp.listen({ host: "127.0.0.1", port: 0 });
 
 interface CompletionBody {

@@ -88,7 +88,7 @@ interface EngineRun {
     decodeTokensPerSecond: number;
 }
 
-/** Maple's engine (bench/engineServer) and its bare node:http stream, one long-lived process. */
+/** Maple's engine (bench/engineServer), its bare node:http stream and Maple's app over it: one long-lived process. */
 interface EngineContender {
     child: ChildProcess;
     url: string;

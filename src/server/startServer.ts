@@ -9,7 +9,7 @@ import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chat/template.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost } from "./modelHost.js";
+import { ModelHost, type ReadyModel } from "./modelHost.js";
 
 export type LoadStage = "download" | "write" | "load";
 
@@ -105,18 +105,8 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             },
             onLog: (level, message) => logger[level]({ source: "llama.cpp" }, message)
         });
-        const scheduler = new Scheduler({
-            slots: engine.runtime.slots,
-            maxQueueDepth: config.maxQueueDepth,
-            queueTimeoutMs: config.queueTimeoutSeconds * 1000,
-            cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
-        });
-        const template = templateOverride ?? engine.model.chatTemplate;
-        if (template === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
-        host.setReady({
-            engine, scheduler, source: model.source,
-            chatTemplate: { template: template ?? chatMlFallbackTemplate, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
-        });
+        if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
+        host.setReady(readyModel(engine, config, model.source, templateOverride));
         logger.info({
             architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
             contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
@@ -130,6 +120,22 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         else if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
         throw error;
     }
+}
+
+/**
+ * What a loaded engine serves with: its scheduler over the engine's slots, with the queue limits
+ * of `config`, and the chat template in force (`templateOverride`, else the model's own, else ChatML).
+ */
+export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDepth" | "queueTimeoutSeconds">, source: string,
+    templateOverride?: string): ReadyModel {
+    const scheduler = new Scheduler({
+        slots: engine.runtime.slots,
+        maxQueueDepth: config.maxQueueDepth,
+        queueTimeoutMs: config.queueTimeoutSeconds * 1000,
+        cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
+    });
+    const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
+    return { engine, scheduler, source, chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken } };
 }
 
 async function readChatTemplateFile(path: string): Promise<string> {
