@@ -146,6 +146,8 @@ async function measureInTurns(contenders: Contender[], engine: EngineContender):
 /** One round of the HTTP cost: milliseconds per decoded token of each path, same prompt and seed. */
 interface CostRound {
     engine: number;
+    /** The engine alone again, at the other end of the round: what the method reports for no difference at all. */
+    engineAgain: number;
     bare: number;
     /** Maple's app in the engine's process. */
     mapleApp: number;
@@ -159,8 +161,10 @@ interface CostRound {
  * apart (measured: one launch of `maple serve` 0.5 ms/token faster than the engine process, the next
  * 0.8 ms slower). So it gets rounds of its own, without llama-server, in the engine's process: the
  * engine alone, the bare node:http stream and Maple's own app, back to back with the same prompt and
- * seed, then `maple serve` for comparison; the order is reversed every other round so that no side
- * is always timed first. Each round's differences are paired; medians over the rounds are the figures.
+ * seed, then `maple serve` for comparison, and the engine alone once more, so that the rounds also
+ * show what the method reports for identical work (measured on maple-preview over 16 such rounds:
+ * ±0.2 ms); the order is reversed every other round so that no side is always timed first. Each
+ * round's differences are paired; medians over the rounds are the figures.
  */
 async function measureHttpCost(maple: Contender, engine: EngineContender): Promise<CostRound[]> {
     const rounds: CostRound[] = [];
@@ -171,12 +175,14 @@ async function measureHttpCost(maple: Contender, engine: EngineContender): Promi
         const run = runs + round;
         const stream = async (url: string): Promise<number> =>
             msPerToken((await timeCompletionStream(url, { prompt: runPrompt(run, promptTokens), ...sampling, seed: run + 1 })).decodeTokensPerSecond);
+        const engineAlone = async (): Promise<number> => msPerToken((await engineRun(engine, run)).decodeTokensPerSecond);
         const measured: Partial<CostRound> = {};
         const steps: [keyof CostRound, () => Promise<number>][] = [
-            ["engine", async () => msPerToken((await engineRun(engine, run)).decodeTokensPerSecond)],
+            ["engine", engineAlone],
             ["bare", () => stream(engine.url)],
             ["mapleApp", () => stream(engine.mapleUrl)],
-            ["mapleServe", () => stream(maple.url)]
+            ["mapleServe", () => stream(maple.url)],
+            ["engineAgain", engineAlone]
         ];
         for (const [name, step] of round % 2 === 0 ? steps : steps.reverse()) {
             await settle();
@@ -279,3 +285,4 @@ console.log(`    Maple's HTTP app: ${describeCost("mapleApp", "engine")}`);
 console.log(`    bare node:http (the floor for a Node server here): ${describeCost("bare", "engine")}`);
 console.log(`    Maple's own layers over that floor: ${describeCost("mapleApp", "bare")}`);
 console.log(`  maple serve (its own process) over the engine's process: ${describeCost("mapleServe", "engine")}`);
+console.log(`  the engine again over the engine (the method's resolution: identical work, timed at either end of each round): ${describeCost("engineAgain", "engine")}`);
