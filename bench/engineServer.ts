@@ -69,7 +69,9 @@ async function engineRun(run: number): Promise<{ ttftMs: number; decodeTokensPer
     let firstAt = 0;
     let lastAt = 0;
     let generated = 0;
-    for await (const _piece of generation.pieces) {
+    for await (const piece of generation.pieces) {
+        // The last piece may only flush held text: it is not a token.
+        if (piece.token === undefined) continue;
         lastAt = performance.now();
         if (generated === 0) firstAt = lastAt;
         generated += 1;
@@ -97,13 +99,16 @@ const server = createServer((request, response) => {
         // Chunks of OpenAI's size and shape, so the client receives as many bytes as from the servers.
         const id = `cmpl-${Date.now().toString(16)}`;
         const created = Math.floor(Date.now() / 1000);
+        let completionTokens = 0;
         for await (const piece of generation.pieces) {
+            if (piece.token !== undefined) completionTokens += 1;
             if (piece.text === "") continue;
             const chunk = { id, object: "text_completion", created, model: "bench", choices: [{ index: 0, text: piece.text, logprobs: null, finish_reason: null }] };
             response.write(`data: ${JSON.stringify(chunk)}\n\n`);
         }
         generation.close();
-        response.end("data: [DONE]\n\n");
+        // The client counts tokens from usage, as it does with the servers.
+        response.end(`data: ${JSON.stringify({ id, object: "text_completion", created, model: "bench", choices: [], usage: { completion_tokens: completionTokens } })}\n\ndata: [DONE]\n\n`);
     })().catch((error: unknown) => {
         response.statusCode = 500;
         response.end(String(error));

@@ -56,14 +56,19 @@ interface ServerFigures {
 
 const sampling = { max_tokens: maxTokens, ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
 
-/** Decode-phase aggregate: tokens that arrived while every stream was decoding, over that window. */
+/**
+ * Decode-phase aggregate: tokens that arrived while every stream was decoding, over that window.
+ * A stream's chunks in the window count as its tokens per chunk (`usage` over text chunks) each.
+ */
 async function parallelAggregate(url: string): Promise<number> {
     const streams = await Promise.all(Array.from({ length: parallel }, (_, index) =>
         timeCompletionStream(url, { prompt: `Stream ${index}: ${benchPrompt(32)}`, ...sampling, seed: index + 1 })));
-    const arrivals = streams.map((stream) => stream.textArrivals);
-    const start = Math.max(...arrivals.map((times) => times[0] ?? Infinity));
-    const end = Math.min(...arrivals.map((times) => times.at(-1) ?? 0));
-    const inWindow = arrivals.reduce((sum, times) => sum + times.filter((at) => at > start && at <= end).length, 0);
+    const start = Math.max(...streams.map((stream) => stream.textArrivals[0] ?? Infinity));
+    const end = Math.min(...streams.map((stream) => stream.textArrivals.at(-1) ?? 0));
+    const inWindow = streams.reduce((sum, stream) => {
+        const tokensPerChunk = stream.completionTokens / stream.textArrivals.length;
+        return sum + stream.textArrivals.filter((at) => at > start && at <= end).length * tokensPerChunk;
+    }, 0);
     return inWindow / ((end - start) / 1000);
 }
 
