@@ -99,16 +99,17 @@ const server = createServer((request, response) => {
         // Chunks of OpenAI's size and shape, so the client receives as many bytes as from the servers.
         const id = `cmpl-${Date.now().toString(16)}`;
         const created = Math.floor(Date.now() / 1000);
-        let completionTokens = 0;
-        for await (const piece of generation.pieces) {
-            if (piece.token !== undefined) completionTokens += 1;
-            if (piece.text === "") continue;
-            const chunk = { id, object: "text_completion", created, model: "bench", choices: [{ index: 0, text: piece.text, logprobs: null, finish_reason: null }] };
+        // Stepped by hand rather than with for await, which drops the generator's return value: the summary.
+        let next = await generation.pieces.next();
+        for (; !next.done; next = await generation.pieces.next()) {
+            if (next.value.text === "") continue;
+            const chunk = { id, object: "text_completion", created, model: "bench", choices: [{ index: 0, text: next.value.text, logprobs: null, finish_reason: null }] };
             response.write(`data: ${JSON.stringify(chunk)}\n\n`);
         }
         generation.close();
         // The client counts tokens from usage, as it does with the servers.
-        response.end(`data: ${JSON.stringify({ id, object: "text_completion", created, model: "bench", choices: [], usage: { completion_tokens: completionTokens } })}\n\ndata: [DONE]\n\n`);
+        const usage = { completion_tokens: next.value.completionTokens };
+        response.end(`data: ${JSON.stringify({ id, object: "text_completion", created, model: "bench", choices: [], usage })}\n\ndata: [DONE]\n\n`);
     })().catch((error: unknown) => {
         response.statusCode = 500;
         response.end(String(error));
