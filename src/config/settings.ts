@@ -1,4 +1,4 @@
-import { availableParallelism, homedir } from "node:os";
+import { availableParallelism, homedir, totalmem } from "node:os";
 import { join } from "node:path";
 
 /**
@@ -32,6 +32,10 @@ export interface MapleConfig {
     shutdownGraceSeconds: number;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
+    /** Prompt cache in host memory, MiB; undefined: chosen from the machine's memory and the model (defaultCacheRamMiB). */
+    cacheRamMiB: number | undefined;
+    cacheDir: string | undefined;
+    cacheDiskMiB: number;
 }
 
 type Parser<T> = (raw: string) => T;
@@ -108,6 +112,17 @@ function defaultModelsDir(): string {
     return join(cacheHome, "maple", "models");
 }
 
+/** llama-server's --cache-ram default: the most the automatic choice takes. */
+const maxDefaultCacheRamMiB = 8192;
+
+/**
+ * MAPLE_CACHE_RAM's default: a quarter of the memory the model's weights leave, at most 8 GiB
+ * (llama-server's default), so a big model on a small machine gets a small cache.
+ */
+export function defaultCacheRamMiB(totalMemoryBytes: number, modelFileBytes: number): number {
+    return Math.min(maxDefaultCacheRamMiB, Math.max(0, Math.floor((totalMemoryBytes - modelFileBytes) / 4 / (1 << 20))));
+}
+
 function define<K extends keyof MapleConfig>(definition: SettingDefinition<K>): SettingDefinition<K> {
     return definition;
 }
@@ -164,7 +179,15 @@ export const settings = [
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,
-        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean })
+        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean }),
+    define({ key: "cacheRamMiB", flag: "cache-ram", env: "MAPLE_CACHE_RAM", valueName: "MIB", defaultValue: () => undefined,
+        defaultText: `a quarter of the memory the model leaves, at most ${maxDefaultCacheRamMiB} (here ${defaultCacheRamMiB(totalmem(), 0)} before the model)`,
+        help: "Prompt cache in host memory: slot states saved when a slot is reused, restored for a prompt that extends them (0 disables)",
+        parse: integer(0, 1 << 24) }),
+    define({ key: "cacheDir", flag: "cache-dir", env: "MAPLE_CACHE_DIR", valueName: "DIR", defaultValue: () => undefined,
+        defaultText: "none (no disk tier)", help: "Prompt cache on disk, kept across restarts (entries keyed by the model file)", parse: nonEmpty }),
+    define({ key: "cacheDiskMiB", flag: "cache-disk", env: "MAPLE_CACHE_DISK", valueName: "MIB", defaultValue: () => 8192,
+        help: "Bound of the disk prompt cache in MAPLE_CACHE_DIR (0 disables it)", parse: integer(0, 1 << 30) })
 ] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];
 
 /**

@@ -93,6 +93,8 @@ export interface GenerationRequest {
      * the whole vocabulary's). Costs a full-vocabulary sort and copy per token at temperature 0.
      */
     logprobs?: { top: number };
+    /** The conversation this request continues (prompt_cache_key, user or X-Session-Id): saved states are tagged with it. */
+    cacheKey?: string;
 }
 
 /** A token's log-probability (natural log), as `GeneratedToken` reports it. */
@@ -122,10 +124,26 @@ export type GenerationEnd =
     | { reason: "context" };
 
 export interface GenerationStream {
-    /** Prompt tokens reused from the slot's cache rather than evaluated again. */
+    /** Prompt tokens not evaluated again: reused from the slot's cache or restored from a saved state. */
     readonly cachedPromptTokens: number;
     /** Generated tokens, one at a time; the end-of-generation token is not yielded. */
     tokens(): AsyncGenerator<GeneratedToken, GenerationEnd, void>;
+}
+
+export type PromptCacheTier = "ram" | "disk";
+
+/** Cumulative counts of the prompt cache (saved slot states), for /metrics. */
+export interface PromptCacheReport {
+    saves: Record<PromptCacheTier, number>;
+    restores: Record<PromptCacheTier, number>;
+    restoredTokens: number;
+    evictions: Record<PromptCacheTier, number>;
+    /** Entries found unusable (another model's, corrupted, refused by llama.cpp), never loaded. */
+    ignored: Record<PromptCacheTier, number>;
+    bytes: Record<PromptCacheTier, number>;
+    limitBytes: Record<PromptCacheTier, number>;
+    /** Restore durations (seconds) since the last call: each is reported once. */
+    takeRestoreSeconds(): number[];
 }
 
 export interface Engine {
@@ -161,9 +179,17 @@ export interface Engine {
      * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
      * had cached before (the request's cached tokens).
      */
-    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[]): Promise<number>;
+    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string): Promise<number>;
     /** How many leading tokens of `promptTokens` slot `slot` already holds (for prefix-cache routing). */
     cachedPrefixLength(slot: number, promptTokens: readonly number[]): number;
+    /** How many leading tokens of `promptTokens` the best saved state holds (0 without a prompt cache). */
+    savedPrefixLength(promptTokens: readonly number[], cacheKey: string | undefined): number;
+    /** What starting `promptTokens` in `slot` loses, in tokens' worth (see SchedulerOptions.reuseCost). */
+    reuseCost(slot: number, promptTokens: readonly number[]): number;
+    /** The cache key of the last request slot `slot` served. */
+    slotCacheKey(slot: number): string | undefined;
+    /** The prompt cache's counters and sizes, when it is on. */
+    promptCacheReport(): PromptCacheReport | undefined;
     /** Starts generating in slot `slot` (0 ≤ slot < runtime.slots); the caller owns the slot until the stream ends. */
     startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream>;
     dispose(): Promise<void>;

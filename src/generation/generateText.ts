@@ -17,6 +17,8 @@ export interface TextGenerationRequest {
     logprobs?: { top: number };
     /** Chooses each token's grammar (a constraint on the answer only); see `GrammarSelector`. */
     grammar?: GrammarSelector;
+    /** The conversation this request continues (conversationCacheKey): slot and prompt-cache affinity. */
+    cacheKey?: string;
 }
 
 /** What differs between the choices of one request (n > 1); `startTextGenerations` takes one per choice. */
@@ -97,12 +99,12 @@ export async function startTextGeneration(engine: Engine, scheduler: Scheduler, 
  */
 export async function startTextGenerations(engine: Engine, scheduler: Scheduler, request: TextGenerationRequest,
     choices: readonly ChoiceOptions[]): Promise<TextGeneration[]> {
-    const leases = await scheduler.acquireMany(choices.length, request.promptTokens, request.signal);
+    const leases = await scheduler.acquireMany(choices.length, request.promptTokens, request.signal, request.cacheKey);
     const releaseAll = (): void => leases.forEach((lease) => lease.release());
     let sharedCachedTokens: number | undefined;
     if (leases.length > 1) {
         try {
-            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens);
+            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey);
         } catch (error) {
             releaseAll();
             throw error;
@@ -150,7 +152,8 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
             maxTokens: request.maxTokens,
             signal: request.signal,
             grammar: request.grammar,
-            logprobs: request.logprobs
+            logprobs: request.logprobs,
+            cacheKey: request.cacheKey
         });
         const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));
         const stopMatcher = new StopMatcher(request.stop);

@@ -90,7 +90,8 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         readLoad: () => {
             const state = host.state;
             return state.status === "ready" ? { running: state.scheduler.active, waiting: state.scheduler.queueDepth } : undefined;
-        }
+        },
+        readPromptCache: () => (host.state.status === "ready" ? host.state.engine.promptCacheReport() : undefined)
     });
     // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
     app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { EngineOverloadedError, MapleError } from "../errors.js";
 import type { GenerationCounts, GenerationObserver } from "../generation/generateText.js";
+import type { PromptCacheReport, PromptCacheTier } from "../engine/types.js";
 
 /** What the scheduler holds at scrape time. */
 export interface SchedulerLoad {
@@ -13,7 +14,13 @@ export interface SchedulerLoad {
 export interface MapleMetricsOptions {
     /** Read at every scrape; undefined while no model is ready (both gauges then read 0). */
     readLoad(): SchedulerLoad | undefined;
+    /** Read at every scrape: the prompt cache's cumulative counts, undefined while no model is ready or the cache is off. */
+    readPromptCache?(): PromptCacheReport | undefined;
 }
+
+const promptCacheTiers: readonly PromptCacheTier[] = ["ram", "disk"];
+// A restore copies tens of MB: milliseconds to a second.
+const restoreBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** The reasons exported at 0 from the start, so `rate()` over them works before the first rejection. */
 const knownRejectionReasons: readonly string[] = ["queue_full", "queue_timeout", "model_loading"];
@@ -57,7 +64,7 @@ export class MapleMetrics {
         this.promptTokens = new Counter({ name: "maple:prompt_tokens_total", help: "Number of prompt tokens of started generations, cached ones included.", registers });
         this.generationTokens = new Counter({ name: "maple:generation_tokens_total", help: "Number of generated tokens.", registers });
         this.prefixCacheHits = new Counter({
-            name: "maple:prefix_cache_hits_total", help: "Number of prompt tokens served from a slot's cache instead of evaluated.", registers
+            name: "maple:prefix_cache_hits_total", help: "Number of prompt tokens not evaluated: kept in a slot or restored from the prompt cache.", registers
         });
         this.rejections = new Counter({
             name: "maple:request_rejections_total", help: "Number of requests answered 503, by reason.", labelNames: ["reason"] as const, registers
@@ -77,7 +84,71 @@ export class MapleMetrics {
         this.queueTime = new Histogram({
             name: "maple:request_queue_time_seconds", help: "Time a request waited for a slot.", buckets: requestLatencyBuckets, registers
         });
+        this.registerPromptCache(options);
         collectDefaultMetrics({ register: this.registry, prefix: "maple_" });
+    }
+
+    /**
+     * The prompt cache's series: counters per tier (saves, restores, evictions, ignored entries),
+     * the tokens restored, the bytes held and allowed per tier, and restore times. The engine
+     * counts; each scrape adds what it counted since the last one.
+     */
+    private registerPromptCache(options: MapleMetricsOptions): void {
+        const registers = [this.registry];
+        const read = (): PromptCacheReport | undefined => options.readPromptCache?.();
+        const tierCounter = (name: string, help: string, pick: (report: PromptCacheReport) => Record<PromptCacheTier, number>): void => {
+            const seen: Record<PromptCacheTier, number> = { ram: 0, disk: 0 };
+            const counter: Counter<"tier"> = new Counter({
+                name, help, labelNames: ["tier"] as const, registers,
+                collect() {
+                    const report = read();
+                    if (report === undefined) return;
+                    for (const tier of promptCacheTiers) {
+                        const value = pick(report)[tier];
+                        if (value > seen[tier]) counter.inc({ tier }, value - seen[tier]);
+                        seen[tier] = value;
+                    }
+                }
+            });
+            for (const tier of promptCacheTiers) counter.inc({ tier }, 0);
+        };
+        tierCounter("maple:prompt_cache_saves_total", "Slot states saved into the prompt cache, by tier (ram, disk).", (report) => report.saves);
+        tierCounter("maple:prompt_cache_restores_total", "Saved states restored into a slot, by tier.", (report) => report.restores);
+        tierCounter("maple:prompt_cache_evictions_total", "Saved states evicted to keep the tier within its bound, by tier.", (report) => report.evictions);
+        tierCounter("maple:prompt_cache_ignored_entries_total", "Saved states found unusable (another model's, corrupted) and never loaded, by tier.",
+            (report) => report.ignored);
+        let restoredSeen = 0;
+        const restoredTokens: Counter = new Counter({
+            name: "maple:prompt_cache_restored_tokens_total", help: "Tokens held by the states restored (before any tail the prompt does not share is erased).",
+            registers,
+            collect() {
+                const value = read()?.restoredTokens ?? restoredSeen;
+                if (value > restoredSeen) restoredTokens.inc(value - restoredSeen);
+                restoredSeen = value;
+            }
+        });
+        new Gauge({
+            name: "maple:prompt_cache_bytes", help: "Bytes of saved states held, by tier.", labelNames: ["tier"] as const, registers,
+            collect() {
+                const report = read();
+                for (const tier of promptCacheTiers) this.set({ tier }, report?.bytes[tier] ?? 0);
+            }
+        });
+        new Gauge({
+            name: "maple:prompt_cache_limit_bytes", help: "The bound of each tier (MAPLE_CACHE_RAM, MAPLE_CACHE_DISK); 0 when off.", labelNames: ["tier"] as const,
+            registers,
+            collect() {
+                const report = read();
+                for (const tier of promptCacheTiers) this.set({ tier }, report?.limitBytes[tier] ?? 0);
+            }
+        });
+        new Histogram({
+            name: "maple:prompt_cache_restore_seconds", help: "Time to restore a saved state into a slot (checksum check included for disk entries).",
+            buckets: restoreBuckets, registers,
+            collect() {
+                for (const seconds of read()?.takeRestoreSeconds() ?? []) this.observe(seconds);
+            }
+        });
     }
 
     /** The exposition's Content-Type (`text/plain; version=0.0.4; charset=utf-8`). */

@@ -12,6 +12,19 @@ export interface SchedulerOptions {
      * with the longest shared prefix (the prefix cache). Without it, the lowest free slot wins.
      */
     cachedPrefixLength?: (slot: number, promptTokens: readonly number[]) => number;
+    /**
+     * How many leading prompt tokens the best saved state (the prompt cache beyond the slots)
+     * holds: any slot can restore it, so a slot's own prefix only counts when it is longer.
+     */
+    savedPrefixLength?: (promptTokens: readonly number[], cacheKey: string | undefined) => number;
+    /**
+     * What reusing the slot for this prompt loses, in tokens' worth: the tokens it holds beyond
+     * the shared prefix that no saved state holds (weighted by what saving them costs). The slot
+     * cheapest to lose is taken, so concurrent arrivals do not evict each other's prefixes.
+     */
+    reuseCost?: (slot: number, promptTokens: readonly number[]) => number;
+    /** The conversation key of the last request the slot served: a request with the same key prefers it. */
+    slotCacheKey?: (slot: number) => string | undefined;
 }
 
 export interface SlotLease extends Disposable {
@@ -23,6 +36,7 @@ export interface SlotLease extends Disposable {
 
 interface Waiter {
     promptTokens: readonly number[];
+    cacheKey: string | undefined;
     /** Slots wanted at once (n > 1 choices). */
     count: number;
     enqueuedAt: number;
@@ -64,23 +78,25 @@ export class Scheduler {
      * Waits for a slot. Rejects with EngineOverloadedError when the queue is full or the wait
      * times out, and with RequestAbortedError when `signal` aborts first.
      */
-    async acquire(promptTokens: readonly number[], signal: AbortSignal): Promise<SlotLease> {
-        return (await this.acquireMany(1, promptTokens, signal))[0]!;
+    async acquire(promptTokens: readonly number[], signal: AbortSignal, cacheKey?: string): Promise<SlotLease> {
+        return (await this.acquireMany(1, promptTokens, signal, cacheKey))[0]!;
     }
 
     /**
      * Waits for `count` slots at once (n > 1 choices share one prompt), 1 ≤ count ≤ `slots`; the
      * first lease is the slot holding the longest prefix of the prompt. The queue stays FIFO: a
      * request for several slots is not overtaken by later ones while it waits. Rejects as `acquire`.
+     * `cacheKey` names the conversation (prompt_cache_key, user, X-Session-Id): a strong hint
+     * for the slot that served it last.
      */
-    acquireMany(count: number, promptTokens: readonly number[], signal: AbortSignal): Promise<SlotLease[]> {
+    acquireMany(count: number, promptTokens: readonly number[], signal: AbortSignal, cacheKey?: string): Promise<SlotLease[]> {
         if (!Number.isInteger(count) || count < 1 || count > this.options.slots) {
             return Promise.reject(new RangeError(`cannot hold ${count} of ${this.options.slots} slots`));
         }
         if (signal.aborted) return Promise.reject(new RequestAbortedError());
         const enqueuedAt = performance.now();
         if (this.waiters.length === 0 && this.freeSlots.length >= count) {
-            return Promise.resolve(this.takeFreeSlots(count, promptTokens).map((slot) => this.lease(slot, enqueuedAt)));
+            return Promise.resolve(this.takeFreeSlots(count, promptTokens, cacheKey).map((slot) => this.lease(slot, enqueuedAt)));
         }
         if (this.waiters.length >= this.options.maxQueueDepth) {
             return Promise.reject(new EngineOverloadedError(
@@ -106,6 +122,7 @@ export class Scheduler {
             }, this.options.queueTimeoutMs);
             const waiter: Waiter = {
                 promptTokens,
+                cacheKey,
                 count,
                 enqueuedAt,
                 grant: (slots) => {
@@ -121,31 +138,37 @@ export class Scheduler {
     /** Serves waiters in order while the first one's slots are free (one that wants several may hold up the rest). */
     private grantWaiters(): void {
         for (let next = this.waiters[0]; next !== undefined && next.count <= this.freeSlots.length; next = this.waiters[0]) {
-            next.grant(this.takeFreeSlots(next.count, next.promptTokens));
+            next.grant(this.takeFreeSlots(next.count, next.promptTokens, next.cacheKey));
         }
     }
 
-    /** The free slot holding the longest prefix first, then the least recently used others. */
-    private takeFreeSlots(count: number, promptTokens: readonly number[]): number[] {
-        const slots = [this.takeFreeSlot(promptTokens)];
-        // The others get the first one's state copied in: which ones matters only for the LRU order.
-        while (slots.length < count) slots.push(this.takeFreeSlot([]));
+    /** The best free slot for the prompt first (see takeFreeSlot), then the cheapest others to lose. */
+    private takeFreeSlots(count: number, promptTokens: readonly number[], cacheKey: string | undefined): number[] {
+        const slots = [this.takeFreeSlot(promptTokens, cacheKey)];
+        // The others get the first one's state copied in: nothing of the prompt is reused from them.
+        while (slots.length < count) slots.push(this.takeFreeSlot([], undefined));
         return slots;
     }
 
-    /** The free slot holding the longest prefix of the prompt; on a tie, the least recently used one. */
-    private takeFreeSlot(promptTokens: readonly number[]): number {
-        let bestIndex = 0;
-        let bestLength = -1;
-        let bestReleased = Number.POSITIVE_INFINITY;
+    /**
+     * The free slot that serves the prompt best: the most tokens reused (its own prefix, or a saved
+     * state restored into it) minus what overwriting it loses; on a tie, the slot the same
+     * conversation used last, then the least recently used one (as llama-server does).
+     */
+    private takeFreeSlot(promptTokens: readonly number[], cacheKey: string | undefined): number {
+        const saved = promptTokens.length === 0 ? 0 : this.options.savedPrefixLength?.(promptTokens, cacheKey) ?? 0;
+        let best: { index: number; value: number; ownKey: boolean; released: number } | undefined;
         this.freeSlots.forEach((slot, index) => {
-            const length = this.options.cachedPrefixLength?.(slot, promptTokens) ?? 0;
+            const prefix = this.options.cachedPrefixLength?.(slot, promptTokens) ?? 0;
+            const value = Math.max(prefix, saved) - (this.options.reuseCost?.(slot, promptTokens) ?? 0);
+            const ownKey = cacheKey !== undefined && this.options.slotCacheKey?.(slot) === cacheKey;
             const released = this.lastReleased[slot] ?? 0;
-            if (length > bestLength || (length === bestLength && released < bestReleased)) {
-                [bestIndex, bestLength, bestReleased] = [index, length, released];
+            if (best === undefined || value > best.value
+                || (value === best.value && (ownKey > best.ownKey || (ownKey === best.ownKey && released < best.released)))) {
+                best = { index, value, ownKey, released };
             }
         });
-        return this.freeSlots.splice(bestIndex, 1)[0]!;
+        return this.freeSlots.splice(best!.index, 1)[0]!;
     }
 
     private lease(slot: number, enqueuedAt: number): SlotLease {

@@ -1,8 +1,9 @@
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import { totalmem } from "node:os";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import type { MapleConfig } from "../config/settings.js";
-import { loadLlamaEngine } from "../engine/llamaEngine.js";
+import { defaultCacheRamMiB, type MapleConfig } from "../config/settings.js";
+import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine.js";
 import type { Engine } from "../engine/types.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
@@ -98,6 +99,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             contextSize: config.contextSize,
             slots: config.parallel,
             batchSize: config.batchSize,
+            promptCache: promptCacheSettings(config, (await stat(model.path)).size),
             signal,
             onLoadProgress: (fraction) => {
                 host.setLoading("loading", fraction);
@@ -132,10 +134,21 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
         slots: engine.runtime.slots,
         maxQueueDepth: config.maxQueueDepth,
         queueTimeoutMs: config.queueTimeoutSeconds * 1000,
-        cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
+        cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens),
+        savedPrefixLength: (tokens, cacheKey) => engine.savedPrefixLength(tokens, cacheKey),
+        reuseCost: (slot, tokens) => engine.reuseCost(slot, tokens),
+        slotCacheKey: (slot) => engine.slotCacheKey(slot)
     });
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
     return { engine, scheduler, source, chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken } };
+}
+
+/** The prompt cache's tiers from the settings; undefined when both are off. */
+function promptCacheSettings(config: MapleConfig, modelFileBytes: number): PromptCacheSettings | undefined {
+    const ramMiB = config.cacheRamMiB ?? defaultCacheRamMiB(totalmem(), modelFileBytes);
+    const diskMiB = config.cacheDir === undefined ? 0 : config.cacheDiskMiB;
+    if (ramMiB === 0 && diskMiB === 0) return undefined;
+    return { ramBytes: ramMiB * (1 << 20), diskDir: config.cacheDir, diskBytes: diskMiB * (1 << 20) };
 }
 
 async function readChatTemplateFile(path: string): Promise<string> {

@@ -88,3 +88,29 @@ describe("Scheduler", () => {
         again.release();
     });
 });
+
+describe("Scheduler with a prompt cache", () => {
+    it("takes the slot cheapest to lose when a saved state serves the prompt better than any slot", async () => {
+        const cost = [50, 0, 20];
+        const scheduler = new Scheduler({
+            slots: 3, maxQueueDepth: 0, queueTimeoutMs: 1000,
+            cachedPrefixLength: (slot) => (slot === 0 ? 3 : 0),
+            savedPrefixLength: () => 400,
+            reuseCost: (slot) => cost[slot]!
+        });
+        const lease = await scheduler.acquire([1, 2, 3, 4], never);
+        assert.equal(lease.slot, 1);
+    });
+
+    it("a request with a conversation key prefers the slot that key used last when the slots are otherwise equal", async () => {
+        const scheduler = new Scheduler({
+            slots: 3, maxQueueDepth: 0, queueTimeoutMs: 1000,
+            cachedPrefixLength: () => 0,
+            slotCacheKey: (slot) => (slot === 2 ? "session:tab-1" : undefined)
+        });
+        const keyed = await scheduler.acquire([1, 2], never, "session:tab-1");
+        assert.equal(keyed.slot, 2);
+        const other = await scheduler.acquire([1, 2], never, "session:tab-2");
+        assert.equal(other.slot, 0);
+    });
+});

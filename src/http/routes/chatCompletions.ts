@@ -5,6 +5,7 @@ import { ChatOutputParser } from "../../chat/outputParser.js";
 import type { OutputPart } from "../../chat/types.js";
 import { ServerError } from "../../errors.js";
 import type { Engine, GrammarSelector } from "../../engine/types.js";
+import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { startTextGenerations, type GeneratedPiece } from "../../generation/generateText.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
 import { chatCompletion, ChatChunkWriter, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
@@ -89,7 +90,7 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const pieces = chat.logprobs === undefined ? undefined : engine;
         const choices = Array.from({ length: chat.n }, () => new ChatChoice(prompt, grammars, chat.includeReasoning, pieces));
         const generations = await startTextGenerations(engine, scheduler, {
-            promptTokens, sampling, maxTokens: chat.maxTokens, stop: chat.stop, signal: cancellation.signal, logprobs: chat.logprobs
+            promptTokens, sampling, maxTokens: chat.maxTokens, stop: chat.stop, signal: cancellation.signal, logprobs: chat.logprobs, cacheKey: conversationCacheKey(request.body, request.headers)
         }, choices.map((choice) => ({ grammar: choice.grammar, observer: context.metrics.observeGeneration() })));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model,

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { startTextGenerations, type GeneratedPiece, type GenerationSummary } from "../../generation/generateText.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
@@ -30,7 +31,7 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
             : { ...completion.sampling, grammar: await engine.createGrammar(completion.grammar) };
         const textLog = context.config.logPrompts ? { request, prompt: "text" in completion.prompt ? completion.prompt.text : completion.prompt.tokens } : undefined;
         const generations = await startTextGenerations(engine, scheduler, {
-            promptTokens, sampling, maxTokens: completion.maxTokens, stop: completion.stop, signal: cancellation.signal, logprobs: completion.logprobs
+            promptTokens, sampling, maxTokens: completion.maxTokens, stop: completion.stop, signal: cancellation.signal, logprobs: completion.logprobs, cacheKey: conversationCacheKey(request.body, request.headers)
         }, Array.from({ length: completion.n }, () => ({ observer: context.metrics.observeGeneration() })));
         const id = newId("cmpl");
         const created = unixSeconds();

@@ -1,0 +1,237 @@
+/**
+ * The prompt cache beyond the slots, against llama-server (built from the source node-llama-cpp
+ * ships, same GGUF, same slots) and against Maple without its cache. Servers run one at a time,
+ * in interleaved turns (the machine is shared): each turn starts a fresh server, runs the
+ * workload, and stops it.
+ *
+ *   node dist/bench/promptCache.js [--model qwen3-0.6b] [--workload conversations|mixed|restart]
+ *       [--conversations 12] [--rounds 3] [--system-tokens 600] [--parallel 4] [--threads 2]
+ *       [--context-size 4096] [--turns 1] [--cache-ram MIB] [--contenders llama-server,maple,maple-nocache]
+ *
+ * conversations: each conversation has its own ~600-token system prompt and grows by one short
+ *   user turn per round; every round sends all conversations at once; 1 token generated, so the
+ *   time is the prompt's. Reports rounds 2.. total, median request, share of prompt tokens cached.
+ * mixed: one request, then four at once (five distinct prompts over four slots), then each of
+ *   the five again plus a turn; reports the second batch's wall time.
+ * restart (Maple only): conversations' first round, a graceful stop, a restart on the same disk
+ *   tier, then a known conversation's next turn against a cold one of the same length.
+ * Maple's RSS at the end of a run, its tmpfs bytes, and its restore cost per 1k tokens (from
+ * /metrics) are printed too.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { defaultConfig } from "../src/config/settings.js";
+import { resolveModel } from "../src/models/resolveModel.js";
+import { ensureLlamaCppTools } from "./llamaCpp.js";
+import { benchPrompt, freePort, median, repoRoot, rssMb, waitForHealth } from "./shared.js";
+
+const { values } = parseArgs({
+    options: {
+        model: { type: "string", default: "qwen3-0.6b" },
+        workload: { type: "string", default: "conversations" },
+        conversations: { type: "string", default: "12" },
+        rounds: { type: "string", default: "3" },
+        "system-tokens": { type: "string", default: "600" },
+        parallel: { type: "string", default: "4" },
+        threads: { type: "string", default: "2" },
+        "context-size": { type: "string", default: "4096" },
+        turns: { type: "string", default: "1" },
+        "cache-ram": { type: "string" },
+        contenders: { type: "string", default: "llama-server,maple" }
+    }
+});
+const conversations = Number(values.conversations);
+const rounds = Number(values.rounds);
+const systemTokens = Number(values["system-tokens"]);
+const parallel = Number(values.parallel);
+const threads = Number(values.threads);
+const contextSize = Number(values["context-size"]);
+const turns = Number(values.turns);
+const model = await resolveModel(values.model.includes("/") ? values.model : `synthetic:${values.model}`, { modelsDir: process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir });
+
+interface Server {
+    name: string;
+    url: string;
+    child: ChildProcess;
+}
+
+type Contender = "llama-server" | "maple" | "maple-nocache";
+
+async function start(contender: Contender, extraEnv: Record<string, string> = {}): Promise<Server> {
+    const port = await freePort();
+    let child: ChildProcess;
+    if (contender === "llama-server") {
+        const tools = await ensureLlamaCppTools();
+        child = spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads), "-c", String(contextSize * parallel),
+            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" });
+    } else {
+        const cacheRam = contender === "maple-nocache" ? "0" : values["cache-ram"];
+        child = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port), "--threads", String(threads),
+            "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
+        { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
+    }
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHealth(url, child);
+    return { name: contender, url, child };
+}
+
+async function stop(server: Server): Promise<void> {
+    if (server.child.exitCode !== null) return;
+    server.child.kill("SIGTERM");
+    await once(server.child, "exit");
+}
+
+interface Message {
+    role: "system" | "user" | "assistant";
+    content: string;
+}
+
+interface RequestResult {
+    seconds: number;
+    promptTokens: number;
+    cachedTokens: number;
+    reply: string;
+}
+
+async function chat(server: Server, messages: readonly Message[]): Promise<RequestResult> {
+    const startedAt = performance.now();
+    const response = await fetch(`${server.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "bench", messages, max_tokens: 1, temperature: 0 })
+    });
+    const body = await response.json() as {
+        choices?: { message: { content: string | null } }[];
+        usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } };
+    };
+    if (response.status !== 200) throw new Error(`${server.name}: ${response.status} ${JSON.stringify(body)}`);
+    return {
+        seconds: (performance.now() - startedAt) / 1000,
+        promptTokens: body.usage?.prompt_tokens ?? 0,
+        cachedTokens: body.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+        reply: body.choices?.[0]?.message.content ?? ""
+    };
+}
+
+const systemPrompt = (index: number): string => `You are assistant number ${index} of the ${["red", "green", "blue", "amber"][index % 4]} team. ${benchPrompt(systemTokens)}`;
+const userTurn = (conversation: number, round: number): string => `Question ${round} of conversation ${conversation}: what comes after ${conversation * 31 + round}?`;
+
+interface CacheFigures {
+    rssMb: number;
+    tmpfsMb: number;
+    restores: number;
+    restoreSeconds: number;
+    restoredTokens: number;
+    saves: number;
+    evictions: number;
+}
+
+async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefined> {
+    if (server.name === "llama-server") return undefined;
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const sample = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+    return {
+        rssMb: await rssMb(server.child.pid!),
+        tmpfsMb: sample("maple:prompt_cache_bytes{tier=\"ram\"}") / (1 << 20),
+        restores: sample("maple:prompt_cache_restores_total{tier=\"ram\"}") + sample("maple:prompt_cache_restores_total{tier=\"disk\"}"),
+        restoreSeconds: sample("maple:prompt_cache_restore_seconds_sum"),
+        restoredTokens: sample("maple:prompt_cache_restored_tokens_total"),
+        saves: sample("maple:prompt_cache_saves_total{tier=\"ram\"}"),
+        evictions: sample("maple:prompt_cache_evictions_total{tier=\"ram\"}")
+    };
+}
+
+function describeCache(figures: CacheFigures | undefined): string {
+    if (figures === undefined) return "";
+    const perThousand = figures.restoredTokens > 0 ? (figures.restoreSeconds * 1000) / (figures.restoredTokens / 1000) : NaN;
+    return ` | RSS ${figures.rssMb.toFixed(0)} MB, tmpfs ${figures.tmpfsMb.toFixed(0)} MB, ${figures.saves} saves, ${figures.restores} restores, `
+        + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens`;
+}
+
+async function conversationsWorkload(server: Server): Promise<string> {
+    const histories: Message[][] = Array.from({ length: conversations }, (_, index) => [{ role: "system", content: systemPrompt(index) }]);
+    const later: RequestResult[] = [];
+    let laterSeconds = 0;
+    for (let round = 1; round <= rounds; round += 1) {
+        const startedAt = performance.now();
+        const results = await Promise.all(histories.map(async (history, index) => {
+            history.push({ role: "user", content: userTurn(index, round) });
+            const result = await chat(server, history);
+            history.push({ role: "assistant", content: result.reply });
+            return result;
+        }));
+        if (round > 1) {
+            laterSeconds += (performance.now() - startedAt) / 1000;
+            later.push(...results);
+        }
+    }
+    const prompt = later.reduce((sum, result) => sum + result.promptTokens, 0);
+    const cached = later.reduce((sum, result) => sum + result.cachedTokens, 0);
+    return `rounds 2-${rounds} ${laterSeconds.toFixed(1)} s, median request ${median(later.map((result) => result.seconds)).toFixed(2)} s, `
+        + `cached ${((100 * cached) / Math.max(1, prompt)).toFixed(0)}%${describeCache(await mapleCacheFigures(server))}`;
+}
+
+async function mixedWorkload(server: Server): Promise<string> {
+    const history = (index: number): Message[] => [{ role: "system", content: systemPrompt(index) }, { role: "user", content: userTurn(index, 1) }];
+    await chat(server, history(0));
+    let startedAt = performance.now();
+    await Promise.all([1, 2, 3, 4].map((index) => chat(server, history(index))));
+    const batch = (performance.now() - startedAt) / 1000;
+    startedAt = performance.now();
+    const again = await Promise.all([0, 1, 2, 3, 4].map((index) => chat(server, [...history(index), { role: "assistant", content: "ok" }, { role: "user", content: userTurn(index, 2) }])));
+    const second = (performance.now() - startedAt) / 1000;
+    const cached = again.reduce((sum, result) => sum + result.cachedTokens, 0) / again.reduce((sum, result) => sum + result.promptTokens, 0);
+    return `four at once ${batch.toFixed(2)} s; all five again ${second.toFixed(2)} s, cached ${(100 * cached).toFixed(0)}%${describeCache(await mapleCacheFigures(server))}`;
+}
+
+async function restartWorkload(): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "maple-bench-disk-"));
+    try {
+        const env = { MAPLE_CACHE_DIR: dir };
+        const known: Message[] = [{ role: "system", content: systemPrompt(0) }, { role: "user", content: userTurn(0, 1) }];
+        const first = await start("maple", env);
+        try {
+            known.push({ role: "assistant", content: (await chat(first, known)).reply });
+        } finally {
+            await stop(first);
+        }
+        const second = await start("maple", env);
+        try {
+            known.push({ role: "user", content: userTurn(0, 2) });
+            const warm = await chat(second, known);
+            const cold = await chat(second, [{ role: "system", content: systemPrompt(1) }, { role: "user", content: userTurn(1, 1) },
+                { role: "assistant", content: "ok" }, { role: "user", content: userTurn(1, 2) }]);
+            return `after a restart: known conversation ${warm.seconds.toFixed(2)} s (cached ${warm.cachedTokens}/${warm.promptTokens}), `
+                + `cold ${cold.seconds.toFixed(2)} s (cached ${cold.cachedTokens}/${cold.promptTokens}): ${(cold.seconds / warm.seconds).toFixed(1)}× faster`
+                + describeCache(await mapleCacheFigures(second));
+        } finally {
+            await stop(second);
+        }
+    } finally {
+        await rm(dir, { recursive: true, force: true });
+    }
+}
+
+console.log(`model ${values.model}, ${threads} threads, ${parallel} slots, context ${contextSize} per slot, workload ${values.workload}`
+    + (values.workload === "conversations" ? ` (${conversations} conversations × ${rounds} rounds, ~${systemTokens}-token system prompts)` : "")
+    + `; load average ${(await readFile("/proc/loadavg", "utf8")).split(" ")[0]} (shared machine)`);
+if (values.workload === "restart") {
+    for (let turn = 1; turn <= turns; turn += 1) console.log(`turn ${turn}: ${await restartWorkload()}`);
+} else {
+    const contenders = values.contenders.split(",") as Contender[];
+    for (let turn = 1; turn <= turns; turn += 1) {
+        for (const contender of contenders) {
+            const server = await start(contender);
+            try {
+                const figures = values.workload === "mixed" ? await mixedWorkload(server) : await conversationsWorkload(server);
+                console.log(`turn ${turn} ${contender}: ${figures}`);
+            } finally {
+                await stop(server);
+            }
+        }
+    }
+}

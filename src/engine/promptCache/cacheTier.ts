@@ -1,0 +1,136 @@
+import { rm } from "node:fs/promises";
+
+export type TierName = "ram" | "disk";
+
+/** One saved KV state: the tokens it holds and the file llama.cpp wrote it to. */
+export interface CacheEntry {
+    readonly id: string;
+    readonly tier: TierName;
+    readonly tokens: readonly number[];
+    readonly bytes: number;
+    /** The conversation key (prompt_cache_key, user or X-Session-Id) of the request that left this state. */
+    readonly key: string | undefined;
+    readonly file: string;
+    /** Files to delete with the entry besides `file` (the disk tier's manifest). */
+    readonly companions: readonly string[];
+    /** Whether its bytes are known good: written by this process, or checked against its manifest's checksum. */
+    verified: boolean;
+    /** The disk tier's manifest checksum, checked before an unverified entry is loaded. */
+    readonly checksum?: number;
+    lastUsed: number;
+    /** Restores in progress: an entry being loaded is never evicted. */
+    pins: number;
+}
+
+export interface PrefixMatch {
+    entry: CacheEntry;
+    /** Leading prompt tokens the entry holds. */
+    shared: number;
+}
+
+let clock = 0;
+/** A monotonic use counter: LRU order without clock reads. */
+export function nextUse(): number {
+    clock += 1;
+    return clock;
+}
+
+export function sharedPrefixLength(cached: readonly number[], prompt: readonly number[], limit: number): number {
+    const end = Math.min(cached.length, limit);
+    let shared = 0;
+    while (shared < end && cached[shared] === prompt[shared]) shared += 1;
+    return shared;
+}
+
+/**
+ * Saved states within a byte bound, least recently used evicted first. Every entry of one model
+ * costs about the same bytes per token, so "tokens saved per byte" ranks them like recency does
+ * once their reuse is equal; LRU it is.
+ */
+export class CacheTier {
+    private readonly entries = new Map<string, CacheEntry>();
+    private heldBytes = 0;
+
+    /**
+     * `wholeEntriesOnly`: an entry serves only prompts that extend all of it. llama.cpp saves a
+     * sliding-window layer's cells only within the window of the sequence's last position
+     * (llama_kv_cache::state_write skips SWA-masked cells), so a restored state cut back to an
+     * earlier position lacks the window before that position.
+     */
+    constructor(readonly name: TierName, readonly dir: string, readonly limitBytes: number, private readonly onEvict: (entry: CacheEntry) => void,
+        private readonly wholeEntriesOnly = false) {}
+
+    get bytes(): number {
+        return this.heldBytes;
+    }
+
+    get size(): number {
+        return this.entries.size;
+    }
+
+    has(entry: CacheEntry): boolean {
+        return this.entries.get(entry.id) === entry;
+    }
+
+    /**
+     * Adds an entry, then evicts least recently used unpinned entries until the tier is within its
+     * bound, and drops entries the new one extends (it reuses everything they would, for a few
+     * more bytes). An entry larger than the whole bound is not kept. Returns whether it was kept.
+     */
+    add(entry: CacheEntry): boolean {
+        for (const other of [...this.entries.values()]) {
+            // A prefix of the new entry is superseded by it, unless entries only serve whole.
+            if (!this.wholeEntriesOnly && other.pins === 0 && other.tokens.length <= entry.tokens.length
+                && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) this.delete(other, false);
+        }
+        this.entries.set(entry.id, entry);
+        this.heldBytes += entry.bytes;
+        this.evictToFit();
+        return this.has(entry);
+    }
+
+    /** The entry sharing the longest prefix with `prompt` (at most `limit` tokens); on a tie, the request's own conversation's, then the most recent. */
+    longestMatch(prompt: readonly number[], limit: number, key: string | undefined): PrefixMatch | undefined {
+        let best: PrefixMatch | undefined;
+        for (const entry of this.entries.values()) {
+            const shared = sharedPrefixLength(entry.tokens, prompt, limit);
+            if (shared === 0 || (this.wholeEntriesOnly && shared < entry.tokens.length)) continue;
+            if (best === undefined || shared > best.shared || (shared === best.shared && rank(entry, key) > rank(best.entry, key))) best = { entry, shared };
+        }
+        return best;
+    }
+
+    /** Removes an entry and deletes its files (a failed or foreign entry; or an eviction when `evicted`). */
+    delete(entry: CacheEntry, evicted: boolean): void {
+        if (!this.has(entry)) return;
+        this.entries.delete(entry.id);
+        this.heldBytes -= entry.bytes;
+        if (evicted) this.onEvict(entry);
+        void removeFiles([entry.file, ...entry.companions]);
+    }
+
+    /** Forgets every entry; their files stay (the disk tier's survive a restart). */
+    forget(): void {
+        this.entries.clear();
+        this.heldBytes = 0;
+    }
+
+    private evictToFit(): void {
+        while (this.heldBytes > this.limitBytes) {
+            let oldest: CacheEntry | undefined;
+            for (const entry of this.entries.values()) {
+                if (entry.pins === 0 && (oldest === undefined || entry.lastUsed < oldest.lastUsed)) oldest = entry;
+            }
+            if (oldest === undefined) return;
+            this.delete(oldest, true);
+        }
+    }
+}
+
+function rank(entry: CacheEntry, key: string | undefined): number {
+    return (key !== undefined && entry.key === key ? Number.MAX_SAFE_INTEGER / 2 : 0) + entry.lastUsed;
+}
+
+async function removeFiles(files: readonly string[]): Promise<void> {
+    await Promise.all(files.map((file) => rm(file, { force: true }).catch(() => undefined)));
+}

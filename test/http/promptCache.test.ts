@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { MapleConfig } from "../../src/config/settings.js";
+import { Exposition } from "../helpers/prometheus.js";
+import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { waitFor } from "../helpers/waitFor.js";
+
+interface CompletionWire {
+    choices: { text: string; logprobs: { tokens: string[] } | null }[];
+    usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+}
+
+/** A token-id conversation: ids 1000.. are plain word pieces in Qwen3's vocabulary (both tiny models use it). */
+const conversation = (seed: number, length: number): number[] => Array.from({ length }, (_, index) => 1000 + ((seed * 7919 + index * 104_729) % 30_000));
+
+/** Longer than maple-tiny's 128-token sliding window, so a restored state must hold what the window slid past. */
+const turnLength = 300;
+
+const complete = async (server: TestServer, prompt: number[], extra: Record<string, unknown> = {}): Promise<CompletionWire> => {
+    const response = await server.post("/v1/completions", { prompt, max_tokens: 12, temperature: 0, ignore_eos: true, logprobs: 0, ...extra });
+    assert.equal(response.status, 200, await response.clone().text());
+    return response.json() as Promise<CompletionWire>;
+};
+
+const tokensOf = (completion: CompletionWire): string[] => completion.choices[0]!.logprobs!.tokens;
+const cached = (completion: CompletionWire): number => completion.usage.prompt_tokens_details.cached_tokens;
+
+const metrics = async (server: TestServer): Promise<Exposition> => new Exposition(await (await server.request("/metrics")).text());
+
+const cacheServer = (model: string, overrides: Partial<MapleConfig> = {}): Promise<TestServer> =>
+    startTestServer({ model: `synthetic:${model}`, parallel: 1, cacheRamMiB: 64, ...overrides });
+
+/**
+ * Conversation A, then (when `evicted`) B, which takes A's only slot, then A's next turn, which
+ * extends all A's slot held (one token generated: its state is the prompt). Returns A's second answer.
+ */
+async function returningConversation(server: TestServer, seed: number, evicted: boolean): Promise<CompletionWire> {
+    const a = conversation(seed, turnLength);
+    await complete(server, a, { max_tokens: 1 });
+    if (evicted) await complete(server, conversation(seed + 1, turnLength));
+    return complete(server, [...a, ...conversation(seed + 2, 40)]);
+}
+
+for (const model of ["maple-tiny", "qwen3-tiny"]) {
+    describe(`prompt cache on ${model}`, () => {
+        it("a restored state gives, greedy and token by token, what the slot gives when it was never evicted", async () => {
+            // The same slot layout, without a cache, and A never leaves its slot.
+            const uncached = await cacheServer(model, { cacheRamMiB: 0 });
+            let reference: CompletionWire;
+            try {
+                reference = await returningConversation(uncached, 10, false);
+                assert.equal(cached(reference), turnLength, "the slot kept A's prompt");
+            } finally {
+                await uncached.close();
+            }
+            const server = await cacheServer(model);
+            try {
+                const second = await returningConversation(server, 10, true);
+                assert.equal(cached(second), turnLength, "A's state was restored");
+                assert.deepEqual(tokensOf(second), tokensOf(reference));
+                const exposition = await metrics(server);
+                assert.equal(exposition.value("maple:prompt_cache_restores_total", { tier: "ram" }), 1);
+                assert.equal(exposition.value("maple:prompt_cache_saves_total", { tier: "ram" }), 2);
+                // C's state holds its answer too; C's next prompt shares only C's prompt. llama.cpp
+                // saves a sliding-window layer's cells only within the window of the last position,
+                // so on maple-tiny that state cannot be cut back: C is evaluated again there.
+                const c = conversation(20, turnLength);
+                await complete(server, c);
+                await complete(server, conversation(21, turnLength), { max_tokens: 1 });
+                const cut = await complete(server, [...c, ...conversation(22, 10)], { max_tokens: 1 });
+                assert.equal(cached(cut), model === "maple-tiny" ? 0 : turnLength);
+            } finally {
+                await server.close();
+            }
+        });
+    });
+}
+
+describe("prompt cache bounds, keys, concurrency and metrics", () => {
+    let server: TestServer;
+    before(async () => {
+        // 2 MiB hold three 300-token qwen3-tiny states (≈2 KB per token).
+        server = await cacheServer("qwen3-tiny", { cacheRamMiB: 2, parallel: 2 });
+    });
+    after(async () => server.close());
+
+    it("keeps the host-memory tier within its bound, evicting the least recently used", async () => {
+        const limit = (await metrics(server)).value("maple:prompt_cache_limit_bytes", { tier: "ram" });
+        assert.equal(limit, 2 << 20);
+        for (let seed = 100; seed < 110; seed += 1) {
+            await complete(server, conversation(seed, turnLength), { max_tokens: 1 });
+            const exposition = await metrics(server);
+            assert.ok(exposition.value("maple:prompt_cache_bytes", { tier: "ram" }) <= limit);
+        }
+        const exposition = await metrics(server);
+        assert.ok(exposition.value("maple:prompt_cache_evictions_total", { tier: "ram" }) > 0);
+        assert.ok(exposition.value("maple:prompt_cache_bytes", { tier: "ram" }) > 0);
+        // The most recent conversations come back from the cache; the oldest was evicted.
+        assert.equal(cached(await complete(server, [...conversation(107, turnLength), 5000], { max_tokens: 1 })), turnLength);
+        assert.equal(cached(await complete(server, [...conversation(100, turnLength), 5000], { max_tokens: 1 })), 0);
+    });
+
+    it("serves concurrent requests of one conversation from the same saved state, with the same answer", async () => {
+        const a = conversation(200, turnLength);
+        await complete(server, a, { max_tokens: 1 });
+        // Two other conversations take both slots: A is only in the cache now.
+        await Promise.all([complete(server, conversation(201, turnLength), { max_tokens: 1 }), complete(server, conversation(202, turnLength), { max_tokens: 1 })]);
+        const next = [...a, ...conversation(203, 30)];
+        const [one, two] = await Promise.all([complete(server, next), complete(server, next)]);
+        assert.deepEqual(tokensOf(one), tokensOf(two));
+        assert.ok(cached(one) >= turnLength && cached(two) >= turnLength, `cached ${cached(one)} and ${cached(two)}`);
+    });
+
+    it("takes the conversation key from prompt_cache_key, user or X-Session-Id, on both generating routes", async () => {
+        const keyed = conversation(300, turnLength);
+        await complete(server, keyed, { max_tokens: 1, prompt_cache_key: "conversation-300" });
+        await complete(server, conversation(301, turnLength), { max_tokens: 1, user: "someone" });
+        await complete(server, conversation(302, turnLength), { max_tokens: 1 });
+        const next = await complete(server, [...keyed, ...conversation(303, 10)], { max_tokens: 1, prompt_cache_key: "conversation-300" });
+        assert.equal(cached(next), turnLength);
+        const chat = await server.post("/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }, { "x-session-id": "tab-1" });
+        assert.equal(chat.status, 200);
+    });
+
+    it("counts every restored token in cached_tokens and in the metrics", async () => {
+        const before = await metrics(server);
+        const a = conversation(400, turnLength);
+        const b = conversation(401, turnLength);
+        const c = conversation(402, turnLength);
+        const responses: CompletionWire[] = [];
+        for (const prompt of [a, b, c, [...a, 7000], [...b, 7000], [...c, 7000]]) responses.push(await complete(server, prompt, { max_tokens: 1 }));
+        const after = await metrics(server);
+        const delta = (name: string, labels: Record<string, string> = {}): number => after.value(name, labels) - before.value(name, labels);
+        const cachedSum = responses.reduce((sum, response) => sum + cached(response), 0);
+        assert.equal(delta("maple:prefix_cache_hits_total"), cachedSum);
+        // Two slots, three conversations: at least one of the returning ones came from the cache.
+        const restores = delta("maple:prompt_cache_restores_total", { tier: "ram" });
+        assert.ok(restores >= 1);
+        assert.ok(responses.slice(3).every((response) => cached(response) === turnLength), JSON.stringify(responses.map(cached)));
+        assert.equal(after.histogram("maple:prompt_cache_restore_seconds").count - before.histogram("maple:prompt_cache_restore_seconds").count, restores);
+    });
+
+    it("a request cancelled while its state is restored leaves the slot usable and the state restorable", async () => {
+        const a = conversation(500, turnLength);
+        await complete(server, a, { max_tokens: 1 });
+        await Promise.all([complete(server, conversation(501, turnLength), { max_tokens: 1 }), complete(server, conversation(502, turnLength), { max_tokens: 1 })]);
+        // Streaming answers once a slot is held; the restore runs as the first token is asked for.
+        const cancelled = new AbortController();
+        const response = await server.request("/v1/completions", {
+            method: "POST", headers: { "content-type": "application/json" }, signal: cancelled.signal,
+            body: JSON.stringify({ prompt: [...a, 7001], max_tokens: 12, temperature: 0, ignore_eos: true, stream: true })
+        });
+        assert.equal(response.status, 200);
+        cancelled.abort();
+        await waitFor(async () => ((await metrics(server)).value("maple:num_requests_running") === 0 ? true : undefined), "the cancelled request to end", 60_000);
+        const again = await complete(server, [...a, 7001]);
+        assert.equal(cached(again), turnLength);
+        assert.equal(tokensOf(again).length, 12);
+    });
+});
+
+describe("prompt cache on disk", () => {
+    let dir: string;
+    before(async () => {
+        dir = await mkdtemp(join(tmpdir(), "maple-disk-cache-"));
+    });
+    after(async () => rm(dir, { recursive: true, force: true }));
+
+    const diskServer = (model = "maple-tiny"): Promise<TestServer> => cacheServer(model, { cacheRamMiB: 0, cacheDir: dir, cacheDiskMiB: 64 });
+    const a = conversation(600, turnLength);
+
+    /** Serves A, then B in A's slot, so A is saved; returns once A's disk entry is complete. */
+    async function saveA(server: TestServer): Promise<CompletionWire> {
+        const first = await complete(server, a, { max_tokens: 1 });
+        await complete(server, conversation(601, turnLength), { max_tokens: 1 });
+        await waitFor(async () => ((await metrics(server)).value("maple:prompt_cache_saves_total", { tier: "disk" }) >= 1 ? true : undefined),
+            "A's disk entry", 60_000);
+        return first;
+    }
+
+    const entryDirs = async (): Promise<string[]> => (await readdir(dir)).map((name) => join(dir, name));
+    const stateFiles = async (entryDir: string): Promise<string[]> => (await readdir(entryDir)).filter((name) => name.endsWith(".state")).map((name) => join(entryDir, name));
+
+    it("restores a conversation saved before a restart", async () => {
+        const first = await diskServer();
+        const reference = await saveA(first).finally(() => first.close());
+        const second = await diskServer();
+        try {
+            const again = await complete(second, [...a, 7002]);
+            assert.equal(cached(again), turnLength, "restored from disk");
+            assert.equal(tokensOf(reference).length, 1);
+            assert.equal((await metrics(second)).value("maple:prompt_cache_restores_total", { tier: "disk" }), 1);
+        } finally {
+            await second.close();
+        }
+    });
+
+    it("ignores a corrupted entry: never loaded, the conversation is evaluated again", async () => {
+        const [entryDir] = await entryDirs();
+        for (const file of await stateFiles(entryDir!)) {
+            const bytes = await readFile(file);
+            bytes.fill(0x5a, bytes.length >> 1, (bytes.length >> 1) + 4096);
+            await writeFile(file, bytes);
+        }
+        const server = await diskServer();
+        try {
+            const again = await complete(server, [...a, 7002]);
+            assert.equal(cached(again), 0);
+            const exposition = await metrics(server);
+            assert.equal(exposition.value("maple:prompt_cache_restores_total", { tier: "disk" }), 0);
+            assert.ok(exposition.value("maple:prompt_cache_ignored_entries_total", { tier: "disk" }) >= 1);
+        } finally {
+            await server.close();
+        }
+    });
+
+    it("never loads another model's entry, even one moved into this model's directory", async () => {
+        await rm(dir, { recursive: true, force: true });
+        const other = await diskServer("qwen3-tiny");
+        await saveA(other).finally(() => other.close());
+        const [qwenDir] = await entryDirs();
+        const maple = await diskServer("maple-tiny");
+        try {
+            const mapleDir = (await entryDirs()).find((entry) => entry !== qwenDir)!;
+            assert.ok(mapleDir !== undefined, "each model has a directory of its own");
+            await maple.close();
+            // The same tokens were saved by qwen3-tiny: copied beside maple-tiny's entries.
+            await cp(qwenDir!, mapleDir, { recursive: true });
+        } catch (error) {
+            await maple.close();
+            throw error;
+        }
+        const server = await diskServer("maple-tiny");
+        try {
+            const again = await complete(server, [...a, 7002]);
+            assert.equal(cached(again), 0);
+            const exposition = await metrics(server);
+            assert.ok(exposition.value("maple:prompt_cache_ignored_entries_total", { tier: "disk" }) >= 1);
+            assert.equal(exposition.value("maple:prompt_cache_restores_total", { tier: "disk" }), 0);
+        } finally {
+            await server.close();
+        }
+    });
+});
