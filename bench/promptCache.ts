@@ -13,6 +13,9 @@
  *   time is the prompt's. Reports rounds 2.. total, median request, share of prompt tokens cached.
  * mixed: one request, then four at once (five distinct prompts over four slots), then each of
  *   the five again plus a turn; reports the second batch's wall time.
+ * blocking (Maple only, 2 slots): one stream decodes while the other slot runs A, B (A saved),
+ *   A's next turn (B saved, A restored), then a cold conversation; reports the stream's median
+ *   step and its longest gap while each request ran (a save or restore, against a cold prefill).
  * restart (Maple only): conversations' first round, a graceful stop, a restart on the same disk
  *   tier, then a known conversation's next turn against a cold one of the same length.
  * Maple's RSS at the end of a run, its tmpfs bytes, and its restore cost per 1k tokens (from
@@ -72,7 +75,7 @@ async function start(contender: Contender, extraEnv: Record<string, string> = {}
         const cacheRam = contender === "maple-nocache" ? "0" : values["cache-ram"];
         child = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port), "--threads", String(threads),
             "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
-        { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
+        { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, MAPLE_QUEUE_TIMEOUT: "3600", ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
     }
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, child);
@@ -188,6 +191,57 @@ async function mixedWorkload(server: Server): Promise<string> {
     return `four at once ${batch.toFixed(2)} s; all five again ${second.toFixed(2)} s, cached ${(100 * cached).toFixed(0)}%${describeCache(await mapleCacheFigures(server))}`;
 }
 
+/** Gaps between a streaming generation's chunks, timestamped. */
+async function streamGaps(server: Server, prompt: string, maxTokens: number, onStarted: () => void, signal: AbortSignal): Promise<{ at: number; gap: number }[]> {
+    const response = await fetch(`${server.url}/v1/completions`, {
+        method: "POST", headers: { "content-type": "application/json" }, signal,
+        body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true })
+    });
+    const gaps: { at: number; gap: number }[] = [];
+    let last: number | undefined;
+    const reader = response.body!.getReader();
+    for (;;) {
+        const { done } = await reader.read().catch(() => ({ done: true }));
+        if (done) break;
+        const now = performance.now();
+        if (last === undefined) onStarted();
+        else gaps.push({ at: now, gap: now - last });
+        last = now;
+    }
+    return gaps;
+}
+
+async function blockingWorkload(): Promise<string> {
+    const server = await start("maple", { MAPLE_PARALLEL: "2" });
+    try {
+        const a: Message[] = [{ role: "system", content: systemPrompt(0) }, { role: "user", content: userTurn(0, 1) }];
+        const phases: { name: string; from: number; to: number }[] = [];
+        const timed = async (name: string, messages: Message[]): Promise<RequestResult> => {
+            const from = performance.now();
+            const result = await chat(server, messages);
+            phases.push({ name, from, to: performance.now() });
+            return result;
+        };
+        let started!: () => void;
+        const streaming = new Promise<void>((resolve) => (started = resolve));
+        const stopStream = new AbortController();
+        const gapsPromise = streamGaps(server, benchPrompt(40), 3000, started, stopStream.signal);
+        await streaming;
+        a.push({ role: "assistant", content: (await timed("A (cold prefill)", a)).reply });
+        await timed("B (cold prefill, saves A)", [{ role: "system", content: systemPrompt(1) }, { role: "user", content: userTurn(1, 1) }]);
+        a.push({ role: "user", content: userTurn(0, 2) });
+        const restored = await timed("A's next turn (saves B, restores A)", a);
+        stopStream.abort();
+        const gaps = await gapsPromise;
+        const step = median(gaps.map((gap) => gap.gap));
+        const during = (phase: { from: number; to: number }): number => Math.max(0, ...gaps.filter((gap) => gap.at >= phase.from && gap.at <= phase.to + step).map((gap) => gap.gap));
+        return `stream median step ${step.toFixed(0)} ms; longest gap while ` + phases.map((phase) => `${phase.name}: ${during(phase).toFixed(0)} ms (request ${(phase.to - phase.from).toFixed(0)} ms)`).join("; ")
+            + `; restored request cached ${restored.cachedTokens}/${restored.promptTokens}` + describeCache(await mapleCacheFigures(server));
+    } finally {
+        await stop(server);
+    }
+}
+
 async function restartWorkload(): Promise<string> {
     const dir = await mkdtemp(join(tmpdir(), "maple-bench-disk-"));
     try {
@@ -219,8 +273,8 @@ async function restartWorkload(): Promise<string> {
 console.log(`model ${values.model}, ${threads} threads, ${parallel} slots, context ${contextSize} per slot, workload ${values.workload}`
     + (values.workload === "conversations" ? ` (${conversations} conversations × ${rounds} rounds, ~${systemTokens}-token system prompts)` : "")
     + `; load average ${(await readFile("/proc/loadavg", "utf8")).split(" ")[0]} (shared machine)`);
-if (values.workload === "restart") {
-    for (let turn = 1; turn <= turns; turn += 1) console.log(`turn ${turn}: ${await restartWorkload()}`);
+if (values.workload === "restart" || values.workload === "blocking") {
+    for (let turn = 1; turn <= turns; turn += 1) console.log(`turn ${turn}: ${await (values.workload === "restart" ? restartWorkload() : blockingWorkload())}`);
 } else {
     const contenders = values.contenders.split(",") as Contender[];
     for (let turn = 1; turn <= turns; turn += 1) {
