@@ -64,7 +64,7 @@ interface Server {
 
 type Contender = "llama-server" | "maple" | "maple-nocache";
 
-async function start(contender: Contender, extraEnv: Record<string, string> = {}): Promise<Server> {
+async function start(contender: Contender, extraEnv: Record<string, string> = {}, slots = parallel): Promise<Server> {
     const port = await freePort();
     let child: ChildProcess;
     if (contender === "llama-server") {
@@ -74,7 +74,7 @@ async function start(contender: Contender, extraEnv: Record<string, string> = {}
     } else {
         const cacheRam = contender === "maple-nocache" ? "0" : values["cache-ram"];
         child = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port), "--threads", String(threads),
-            "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
+            "--parallel", String(slots), "--context-size", String(contextSize), "--log-level", "warn"],
         { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, MAPLE_QUEUE_TIMEOUT: "3600", ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
     }
     const url = `http://127.0.0.1:${port}`;
@@ -212,7 +212,7 @@ async function streamGaps(server: Server, prompt: string, maxTokens: number, onS
 }
 
 async function blockingWorkload(): Promise<string> {
-    const server = await start("maple", { MAPLE_PARALLEL: "2" });
+    const server = await start("maple", {}, 2);
     try {
         const a: Message[] = [{ role: "system", content: systemPrompt(0) }, { role: "user", content: userTurn(0, 1) }];
         const phases: { name: string; from: number; to: number }[] = [];
