@@ -74,17 +74,24 @@ async function serve(args: string[]): Promise<number> {
 
     let stopping = false;
     const stop = async (signal: NodeJS.Signals): Promise<void> => {
-        if (stopping) return;
+        if (stopping) {
+            // A second signal (Ctrl-C after a SIGTERM) cuts the drain short.
+            void server.close();
+            return;
+        }
         stopping = true;
-        logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, "shutting down: finishing in-flight requests");
+        // SIGTERM is an orchestrator's or a balancer's stop: drain first. SIGINT is a person at a terminal.
+        const drainSeconds = signal === "SIGTERM" ? config.drainSeconds : 0;
+        logger.info({ signal, drainSeconds, graceSeconds: config.shutdownGraceSeconds },
+            drainSeconds > 0 ? "shutting down: /health answers 503, still serving while balancers notice" : "shutting down: finishing in-flight requests");
         // Past the grace period close() cancels what still runs, with an error event to each client;
         // the hard deadline only guards against a close that never returns.
         const hardDeadline = setTimeout(() => {
             logger.error("shutdown did not complete; exiting");
             process.exit(1);
-        }, config.shutdownGraceSeconds * 1000 + 10_000);
+        }, (drainSeconds + config.shutdownGraceSeconds) * 1000 + 10_000);
         hardDeadline.unref();
-        await server.close({ graceMs: config.shutdownGraceSeconds * 1000 });
+        await server.close({ graceMs: config.shutdownGraceSeconds * 1000, drainMs: drainSeconds * 1000 });
         logger.info("stopped");
         process.exit(0);
     };

@@ -30,6 +30,10 @@ export interface MapleConfig {
     chatTemplateFile: string | undefined;
     weightVersion: string;
     shutdownGraceSeconds: number;
+    /** On SIGTERM, how long /health answers 503 while requests are still accepted, before the server stops accepting. */
+    drainSeconds: number;
+    /** Sent as the `x-maple-replica` response header (none when unset). */
+    replicaId: string | undefined;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
 }
@@ -161,6 +165,12 @@ export const settings = [
         help: "Reported as metadata.weight_version in chat responses", parse: nonEmpty }),
     define({ key: "shutdownGraceSeconds", flag: "shutdown-grace", env: "MAPLE_SHUTDOWN_GRACE", valueName: "SECONDS", defaultValue: () => 30,
         help: "On SIGTERM/SIGINT, how long in-flight requests may finish before they are cancelled", parse: decimal(0, 3600) }),
+    define({ key: "drainSeconds", flag: "shutdown-drain", env: "MAPLE_SHUTDOWN_DRAIN", valueName: "SECONDS", defaultValue: () => 5,
+        help: "On SIGTERM, how long /health answers 503 while requests are still served, so a balancer stops sending before Maple stops accepting (SIGINT skips it)",
+        parse: decimal(0, 3600) }),
+    define({ key: "replicaId", flag: "replica-id", env: "MAPLE_REPLICA_ID", valueName: "NAME", defaultValue: () => undefined,
+        defaultText: "none (no header)", help: "Sent as the x-maple-replica response header, so responses through a balancer show which replica answered",
+        parse: nonEmpty }),
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,

@@ -249,6 +249,13 @@ class LlamaEngine implements Engine {
         return sharedPrefixLength(this.sequences[slot]?.contextTokens ?? [], promptTokens, promptTokens.length);
     }
 
+    slotKvCells(slot: number): number {
+        // node-llama-cpp has no public count of a sequence's KV cells; its evaluated-token count is
+        // that number: one cell per position 0…n−1 (Maple erases only a slot's tail, and stops
+        // before a context shift would be needed).
+        return this.slotSequence(slot).nextTokenIndex;
+    }
+
     async startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.sequences[slot];
         if (sequence === undefined) throw new RangeError(`no slot ${slot}`);

@@ -164,6 +164,11 @@ export interface Engine {
     sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[]): Promise<number>;
     /** How many leading tokens of `promptTokens` slot `slot` already holds (for prefix-cache routing). */
     cachedPrefixLength(slot: number, promptTokens: readonly number[]): number;
+    /**
+     * KV cells slot `slot` holds now: one per token its sequence has evaluated (a decode still
+     * running counts once it returns). Each slot has `runtime.contextSize` cells of its own.
+     */
+    slotKvCells(slot: number): number;
     /** Starts generating in slot `slot` (0 ≤ slot < runtime.slots); the caller owns the slot until the stream ends. */
     startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream>;
     dispose(): Promise<void>;

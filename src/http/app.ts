@@ -11,6 +11,7 @@ import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
+import { livezRoute } from "./routes/livez.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
@@ -25,9 +26,12 @@ export interface AppOptions {
     shutdownSignal: AbortSignal;
 }
 
+/** The readiness and liveness probes: open without the API key, and answering until the process exits. */
+const probeRoutes: ReadonlySet<string> = new Set(["/health", "/livez"]);
+
 /** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC). */
 function openRoutes(config: MapleConfig): Set<string> {
-    return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : [])]);
+    return new Set([...probeRoutes, ...(config.metricsPublic ? ["/metrics"] : [])]);
 }
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
@@ -69,9 +73,17 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     app.addHook("preClose", async () => {
         closing = true;
     });
-    app.addHook("onRequest", async () => {
-        if (closing) throw new ShuttingDownError();
+    app.addHook("onRequest", async (request) => {
+        // Probes keep answering (health: 503 draining) until the process exits.
+        if (closing && !probeRoutes.has(request.url.split("?")[0] ?? "")) throw new ShuttingDownError();
     });
+    const replicaId = config.replicaId;
+    if (replicaId !== undefined) {
+        // On the raw response, so streams (which write their own head) carry it too.
+        app.addHook("onRequest", async (_request, reply) => {
+            reply.raw.setHeader("x-maple-replica", replicaId);
+        });
+    }
     app.setNotFoundHandler((request) => {
         throw new NotFoundError(`Unknown route: ${request.method} ${request.url.split("?")[0]}`, null, "unknown_route");
     });
@@ -89,7 +101,14 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     const metrics = new MapleMetrics({
         readLoad: () => {
             const state = host.state;
-            return state.status === "ready" ? { running: state.scheduler.active, waiting: state.scheduler.queueDepth } : undefined;
+            if (state.status !== "ready") return undefined;
+            const { engine, scheduler } = state;
+            return {
+                running: scheduler.active,
+                waiting: scheduler.queueDepth,
+                kvCellsInUse: scheduler.leasedSlots.reduce((cells, slot) => cells + engine.slotKvCells(slot), 0),
+                kvCellsTotal: engine.runtime.slots * engine.runtime.contextSize
+            };
         }
     });
     // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
@@ -116,6 +135,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         }
     };
     healthRoute(app, context);
+    livezRoute(app, context);
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);

@@ -60,6 +60,11 @@ export class Scheduler {
         return this.options.slots;
     }
 
+    /** The slots held by requests now, in slot order. */
+    get leasedSlots(): number[] {
+        return Array.from({ length: this.options.slots }, (_, slot) => slot).filter((slot) => !this.freeSlots.includes(slot));
+    }
+
     /**
      * Waits for a slot. Rejects with EngineOverloadedError when the queue is full or the wait
      * times out, and with RequestAbortedError when `signal` aborts first.

@@ -23,6 +23,7 @@ export type ModelState =
  */
 export class ModelHost {
     private current: ModelState = { status: "loading", stage: "resolving", progress: undefined };
+    private drainingSince: number | undefined;
 
     get state(): ModelState {
         return this.current;
@@ -38,6 +39,19 @@ export class ModelHost {
 
     setFailed(error: Error): void {
         this.current = { status: "failed", error };
+    }
+
+    /**
+     * The server is shutting down: /health answers 503 from now on so balancers stop sending,
+     * while requests that still arrive are served as before.
+     */
+    startDraining(): void {
+        this.drainingSince ??= Date.now();
+    }
+
+    /** Since when (epoch ms) the server has been draining, or undefined. */
+    get draining(): number | undefined {
+        return this.drainingSince;
     }
 
     /** The engine and scheduler, or the 503 (loading) / 500 (failed) a route answers instead. */

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { MapleConfig } from "../config/settings.js";
@@ -27,11 +28,14 @@ export interface RunningServer {
     /** Settles when the model is loaded (resolves) or failed to load (rejects). */
     ready: Promise<Engine>;
     /**
-     * Stops accepting requests (new ones get 503 server_shutting_down), lets in-flight requests
-     * finish for up to `graceMs` (default 0: cancel at once), then cancels the rest with an error
-     * and frees the engine.
+     * Drains, then stops: /health answers 503 at once while requests are still served for
+     * `drainMs` (default 0; skipped while the model is not ready, as no balancer sends to it then),
+     * so balancers take the replica out before it refuses anything. Then stops accepting requests
+     * (new ones get 503 server_shutting_down), lets in-flight requests finish for up to `graceMs`
+     * (default 0: cancel at once), cancels the rest with an error and frees the engine. Calling
+     * it again while it drains ends the drain at once; every call settles when the server is closed.
      */
-    close(options?: { graceMs?: number }): Promise<void>;
+    close(options?: { graceMs?: number; drainMs?: number }): Promise<void>;
 }
 
 export const version: string = (JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -57,18 +61,28 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const ready = loadModel(config, host, logger, loading.signal, options.onProgress);
     ready.catch(() => undefined);
 
-    let closed = false;
+    let closing: Promise<void> | undefined;
+    const drainCut = new AbortController();
+    const stop = async (graceMs: number, drainMs: number): Promise<void> => {
+        host.startDraining();
+        if (drainMs > 0 && host.state.status === "ready") {
+            await sleep(drainMs, undefined, { signal: drainCut.signal }).catch(() => undefined);
+            logger.info("drained: no longer accepting requests; finishing in-flight ones");
+        }
+        loading.abort();
+        const grace = setTimeout(() => shutdown.abort(), graceMs);
+        await app.close();
+        clearTimeout(grace);
+        const engine = await ready.catch(() => undefined);
+        await engine?.dispose();
+    };
     return {
         app, host, url, ready,
-        async close({ graceMs = 0 } = {}) {
-            if (closed) return;
-            closed = true;
-            loading.abort();
-            const grace = setTimeout(() => shutdown.abort(), graceMs);
-            await app.close();
-            clearTimeout(grace);
-            const engine = await ready.catch(() => undefined);
-            await engine?.dispose();
+        close({ graceMs = 0, drainMs = 0 } = {}) {
+            // A second call cuts a drain short (a second signal hurries the shutdown).
+            if (closing !== undefined) drainCut.abort();
+            closing ??= stop(graceMs, drainMs);
+            return closing;
         }
     };
 }
