@@ -30,7 +30,7 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
 
         it("keeps each conversation on one replica (12 conversations × 3 turns), which serves later turns from its cache", async () => {
             const places = ["header", "prompt_cache_key", "user"] as const;
-            const conversations = Array.from({ length: 12 }, async (_, index) => {
+            const converse = async (index: number): Promise<ChatOutcome[]> => {
                 const key = { value: `conversation-${index}-${kind}`, in: places[index % places.length]! };
                 const messages: { role: string; content: string }[] = [];
                 const turns: ChatOutcome[] = [];
@@ -45,8 +45,13 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
                     messages.push({ role: "assistant", content: answer });
                 }
                 return turns;
-            });
-            const results = await Promise.all(conversations);
+            };
+            // Four conversations at a time: never more than a replica's 4 slots, so none is queued or
+            // refused (a refusal would be retried on another replica, breaking affinity by design).
+            const results: ChatOutcome[][] = [];
+            for (let wave = 0; wave < 12; wave += 4) {
+                results.push(...await Promise.all([0, 1, 2, 3].map((offset) => converse(wave + offset))));
+            }
             let laterTurns = 0;
             let laterCached = 0;
             // What any conversation shares with another (the template's first tokens): a first turn's cache hit.
