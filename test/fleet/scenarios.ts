@@ -19,8 +19,8 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
         const replicaNamed = (name: string): Replica => replicas.find((replica) => replica.name === name)!;
 
         before(async () => {
-            // A small queue, so one replica's queue fills in the queue scenario.
-            replicas = await startReplicas(3, () => ({ MAPLE_MAX_QUEUE_DEPTH: "1" }));
+            // A small queue, so one replica's queue fills in the queue scenario (and only there).
+            replicas = await startReplicas(3, () => ({ MAPLE_MAX_QUEUE_DEPTH: "4" }));
             balancer = await startBalancer(replicas);
         });
         after(async () => {
@@ -46,11 +46,11 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
                 }
                 return turns;
             };
-            // Four conversations at a time: never more than a replica's 4 slots, so none is queued or
-            // refused (a refusal would be retried on another replica, breaking affinity by design).
+            // Three conversations at a time: fewer than a replica's 4 slots plus its queue, so none is
+            // refused (a refusal is retried on another replica, which moves the conversation by design).
             const results: ChatOutcome[][] = [];
-            for (let wave = 0; wave < 12; wave += 4) {
-                results.push(...await Promise.all([0, 1, 2, 3].map((offset) => converse(wave + offset))));
+            for (let wave = 0; wave < 12; wave += 3) {
+                results.push(...await Promise.all([0, 1, 2].map((offset) => converse(wave + offset))));
             }
             let laterTurns = 0;
             let laterCached = 0;
@@ -89,8 +89,8 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
             assert.ok(first.ok, first.failure);
             const busy = replicaNamed(first.replica!);
             const rejectedBefore = (await replicaMetrics(busy)).value("maple:request_rejections_total", { reason: "queue_full" });
-            // Ten at once on one key: its replica runs 4 and queues 1 (MAPLE_MAX_QUEUE_DEPTH=1); the rest are refused there.
-            const outcomes = await Promise.all(Array.from({ length: 10 }, (_, index) => chat(balancer.url, {
+            // Fourteen at once on one key: its replica runs 4 and queues 4 (MAPLE_MAX_QUEUE_DEPTH=4); the rest are refused there.
+            const outcomes = await Promise.all(Array.from({ length: 14 }, (_, index) => chat(balancer.url, {
                 messages: [{ role: "user", content: `Burst ${index}` }], answer: "busy ".repeat(12).trim(), key, stream: true
             })));
             for (const outcome of outcomes) assert.ok(outcome.ok, outcome.failure);
@@ -162,7 +162,7 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
         it("sends nothing to a restarting replica until its /health is ok", async () => {
             // The drained replica comes back on its port: loading first, then ready.
             const stopped = replicas[0]!;
-            const restarted = spawnReplica(stopped.name, stopped.port, { MAPLE_MAX_QUEUE_DEPTH: "1" });
+            const restarted = spawnReplica(stopped.name, stopped.port, { MAPLE_MAX_QUEUE_DEPTH: "4" });
             replicas[0] = restarted;
             let sawLoading = false;
             const { outcomes } = await steadyLoad(balancer.url, 4, (index) => ({
