@@ -113,6 +113,15 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
                 throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
             }
             return requested ?? config.modelId;
+        },
+        generationOptions(request, signal) {
+            return {
+                signal,
+                maxPromptTokens: config.maxPromptTokens,
+                observe: () => metrics.observeGeneration(),
+                // With MAPLE_LOG_PROMPTS the prompt and the raw output are logged at debug level; otherwise logs never contain them.
+                logText: config.logPrompts ? (text) => request.log.debug(text, "generation text") : undefined
+            };
         }
     };
     healthRoute(app, context);
