@@ -13,7 +13,7 @@ export interface ReadyModel {
 }
 
 export type ModelState =
-    | { status: "loading"; stage: "resolving" | "downloading" | "writing" | "loading"; progress: number | undefined }
+    | { status: "loading"; stage: "resolving" | "downloading" | "verifying" | "writing" | "loading"; progress: number | undefined }
     | ({ status: "ready" } & ReadyModel)
     | { status: "failed"; error: Error };
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
-import { startFakeHuggingFaceServer, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
+import { startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
 import { startTestServer, testModelsDir, type TestServer } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 
@@ -13,7 +13,7 @@ const repoPath = "fake-owner/maple-tiny-GGUF/maple-tiny.gguf";
 const filePath = "/fake-owner/maple-tiny-GGUF/resolve/main/maple-tiny.gguf";
 
 describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 60_000 }, () => {
-    const savedEnv = { ...process.env };
+    let restoreEnv: () => void;
     let fakeHub: FakeHuggingFaceServer;
     let tinyBytes: Buffer;
     let tempRoot: string;
@@ -24,14 +24,10 @@ describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 
         fakeHub = await startFakeHuggingFaceServer({ files: { [repoPath]: tinyBytes } });
         tempRoot = await mkdtemp(join(tmpdir(), "maple-download-test-"));
         modelsDir = join(tempRoot, "models");
-        process.env.HF_ENDPOINT = fakeHub.endpoint;
-        // MODEL_ENDPOINT would win over HF_ENDPOINT; a real token must not leak into requests.
-        delete process.env.MODEL_ENDPOINT;
-        delete process.env.HF_TOKEN;
-        process.env.HF_TOKEN_PATH = join(tempRoot, "no-token");
+        restoreEnv = useFakeHubEnvironment(fakeHub.endpoint, tempRoot);
     });
     after(async () => {
-        process.env = savedEnv;
+        restoreEnv();
         await fakeHub.close();
         await rm(tempRoot, { recursive: true, force: true });
     });
