@@ -156,7 +156,7 @@ describe("maple CLI", () => {
                 const response = await fetch(`${base}/health`).catch(() => undefined);
                 const body = await response?.json() as { status: string; model: string } | undefined;
                 return body?.status === "ok" ? body : undefined;
-            }, "maple serve to report ok on /health", 25_000);
+            }, "maple serve to report ok on /health", 90_000);
             return { child, base, health, exited, stop, output: () => output };
         } catch (error) {
             stop();

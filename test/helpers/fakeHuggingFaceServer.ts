@@ -185,3 +185,14 @@ export function useFakeHubEnvironment(endpoint: string, tempDir: string): () => 
         process.env = saved;
     };
 }
+
+/** `size` bytes that start with the GGUF magic, then deterministic filler: a stand-in for a model file. */
+export function standInModelBytes(size: number, seed: number): Buffer {
+    const bytes = Buffer.alloc(size);
+    bytes.write("GGUF", 0, "ascii");
+    for (let i = 4, state = seed; i < size; i++) {
+        state = (state * 1103515245 + 12345) >>> 0;
+        bytes[i] = state >>> 24;
+    }
+    return bytes;
+}

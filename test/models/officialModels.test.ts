@@ -8,29 +8,19 @@ import { HubUnreachableError, ModelSpecError, resolveModel, type ResolveWork } f
 import { defaultModelSpec, expandShortName, officialModels, type KnownFiles } from "../../src/models/officialModels.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import {
-    officialFiles, officialTq1File, officialTq2File, startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer
+    officialFiles, officialTq1File, officialTq2File, standInModelBytes, startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer
 } from "../helpers/fakeHuggingFaceServer.js";
 import { freePort } from "../helpers/freePort.js";
 import { testModelsDir } from "../helpers/testServer.js";
 
-/** A GGUF-looking stand-in for an official file: small, with a hash the test knows. */
-function standIn(size: number, seed: number): Buffer {
-    const bytes = Buffer.alloc(size);
-    bytes.write("GGUF", 0, "ascii");
-    for (let i = 4, state = seed; i < size; i++) {
-        state = (state * 1103515245 + 12345) >>> 0;
-        bytes[i] = state >>> 24;
-    }
-    return bytes;
-}
 
 const sha256 = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
 const tq2Spec = `hf:${officialTq2File}`;
 const tq1Spec = `hf:${officialTq1File}`;
 
 describe("official maple-preview files", { timeout: 120_000 }, () => {
-    const tq2 = standIn(2 * 1024 * 1024 + 17, 1);
-    const tq1 = standIn(1024 * 1024 + 3, 2);
+    const tq2 = standInModelBytes(2 * 1024 * 1024 + 17, 1);
+    const tq1 = standInModelBytes(1024 * 1024 + 3, 2);
     const knownFiles: KnownFiles = { [tq2Spec]: { bytes: tq2.length, sha256: sha256(tq2) }, [tq1Spec]: { bytes: tq1.length } };
     let restoreEnv: () => void;
     let hub: FakeHuggingFaceServer;
