@@ -118,8 +118,8 @@ function define<K extends keyof MapleConfig>(definition: SettingDefinition<K>): 
 
 export const settings = [
     define({ key: "model", flag: "model", env: "MAPLE_MODEL", valueName: "SPEC", defaultValue: () => undefined,
-        defaultText: "deepgrove's maple-preview (hf:), or synthetic:maple-tiny offline",
-        help: "Model to serve: a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
+        defaultText: "maple-preview (its official TQ2_0 file), or synthetic:maple-tiny when the hub is unreachable",
+        help: "Model to serve: maple-preview[:tq1], a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
     define({ key: "host", flag: "host", env: "MAPLE_HOST", valueName: "HOST", defaultValue: () => "127.0.0.1",
         help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
     define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,
@@ -145,8 +145,10 @@ export const settings = [
         help: "Cap on max_tokens; larger requests are capped, not refused", parse: integer(1) }),
     define({ key: "maxPromptTokens", flag: "max-prompt-tokens", env: "MAPLE_MAX_PROMPT_TOKENS", valueName: "N", defaultValue: () => undefined,
         defaultText: "the context size", help: "Longest prompt accepted; longer → 400 context_length_exceeded", parse: integer(1) }),
-    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 8192,
-        help: "Context window of each slot in tokens (capped at the model's training context)", parse: integer(64, 1 << 22) }),
+    // 32K fits an agent's 10-20k-token prompt (tool definitions, long system prompt) and a long answer.
+    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 32_768,
+        help: "Context window of each slot in tokens (capped at the model's training context); its KV cache is reserved "
+            + "at start: 48 KiB a token on maple-preview, 1.5 GiB a slot at 32768, 6 GiB for 4 slots", parse: integer(64, 1 << 22) }),
     define({ key: "threads", flag: "threads", env: "MAPLE_THREADS", valueName: "N", defaultValue: () => availableParallelism(),
         defaultText: "the cores this process may use", help: "llama.cpp threads; more than the cores oversubscribes and slows decoding", parse: integer(1, 1024) }),
     define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 4,
@@ -179,13 +181,17 @@ export const settings = [
 
 /**
  * Builds the config from CLI flag values (already split by the argument parser) and the
- * environment. Throws ConfigError naming the flag or variable on the first invalid value.
+ * environment. Throws ConfigError naming the flag or variable on the first invalid value. With
+ * `only`, the other settings keep their defaults.
  */
-export function resolveConfig(flags: Partial<Record<string, string>>, env: NodeJS.ProcessEnv = process.env): MapleConfig {
+export function resolveConfig(flags: Partial<Record<string, string>>, env: NodeJS.ProcessEnv = process.env,
+    only?: readonly (keyof MapleConfig)[]): MapleConfig {
     const config: Partial<Record<keyof MapleConfig, unknown>> = {};
     for (const setting of settings as readonly SettingDefinition[]) {
-        const fromFlag = flags[setting.flag];
-        const fromEnv = env[setting.env];
+        // `only`: a command that uses a few settings (maple pull: --models-dir) is not stopped by an invalid other one
+        const used = only === undefined || only.includes(setting.key);
+        const fromFlag = used ? flags[setting.flag] : undefined;
+        const fromEnv = used ? env[setting.env] : undefined;
         const [raw, source] = fromFlag !== undefined ? [fromFlag, `--${setting.flag}`] : [fromEnv, setting.env];
         if (raw === undefined || (source === setting.env && raw === "")) {
             config[setting.key] = setting.defaultValue();

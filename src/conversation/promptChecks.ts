@@ -7,6 +7,10 @@ export function promptTokenLimit(engine: Engine, maxPromptTokens: number | undef
     return Math.min(maxPromptTokens ?? contextLimit, contextLimit);
 }
 
+/** What a client whose prompt is too long can ask the server's operator for. */
+const raiseLimitHint = "Shorten it, or start Maple with a larger MAPLE_CONTEXT_SIZE (--context-size, per slot; "
+    + "or MAPLE_MAX_PROMPT_TOKENS, when that is set lower).";
+
 /**
  * Characters per token beyond which a prompt is over its token limit without tokenizing it. Real
  * text averages 3–5; llama.cpp's tokenizer blocks the event loop for time quadratic in the number
@@ -19,7 +23,7 @@ const maxCharactersPerToken = 32;
 export function checkPromptCharacters(text: string, limit: number, param: string): void {
     if (text.length > limit * maxCharactersPerToken) {
         throw new ContextLengthExceededError(
-            `This model's maximum prompt length is ${limit} tokens; your prompt has ${text.length} characters, far more than that. Shorten it.`, param);
+            `This model's maximum prompt length is ${limit} tokens; your prompt has ${text.length} characters, far more than that. ${raiseLimitHint}`, param);
     }
 }
 
@@ -48,7 +52,7 @@ export function checkPromptTokenIds(engine: Engine, tokens: readonly number[], p
 export function checkPromptLength(tokens: readonly number[], limit: number, param: string): void {
     if (tokens.length > limit) {
         throw new ContextLengthExceededError(
-            `This model's maximum prompt length is ${limit} tokens; your prompt has ${tokens.length} tokens. Shorten it.`, param);
+            `This model's maximum prompt length is ${limit} tokens; your prompt has ${tokens.length} tokens. ${raiseLimitHint}`, param);
     }
 }
 

@@ -12,7 +12,7 @@ import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
 import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
 
-export type LoadStage = "download" | "write" | "load";
+export type LoadStage = "download" | "verify" | "write" | "load";
 
 export interface StartServerOptions {
     logger?: Logger;
@@ -91,6 +91,8 @@ export const threadPoolWarning = "UV_THREADPOOL_SIZE is not set, so libuv's pool
     + "sampling calls hop between them (measured: 16% slower decoding on qwen3-0.6b). Start Maple with the maple command, or set "
     + "UV_THREADPOOL_SIZE=1 before node starts (setting it from an ES module is too late).";
 
+const loadingStages = { download: "downloading", verify: "verifying", write: "writing" } as const;
+
 async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, signal: AbortSignal,
     onProgress: StartServerOptions["onProgress"]): Promise<Engine> {
     try {
@@ -99,7 +101,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             modelsDir: config.modelsDir,
             signal,
             onProgress: (work, done, total) => {
-                host.setLoading(work === "download" ? "downloading" : "writing", total > 0 ? done / total : undefined);
+                host.setLoading(loadingStages[work], total > 0 ? done / total : undefined);
                 onProgress?.(work, done, total);
             },
             onFallback: (reason) => logger.warn(reason)
@@ -121,11 +123,13 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         });
         if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
         host.setReady(readyModel(engine, config, model.source, templateOverride));
-        logger.info({
-            architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
+        const summary = {
+            model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
             contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
             device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
-        }, "model ready");
+        };
+        if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
+        else logger.info(summary, "model ready");
         return engine;
     } catch (error) {
         host.setFailed(error as Error);

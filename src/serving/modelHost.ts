@@ -8,7 +8,7 @@ export interface ReadyModel extends ServingModel {
 }
 
 export type ModelState =
-    | { status: "loading"; stage: "resolving" | "downloading" | "writing" | "loading"; progress: number | undefined }
+    | { status: "loading"; stage: "resolving" | "downloading" | "verifying" | "writing" | "loading"; progress: number | undefined }
     | ({ status: "ready" } & ReadyModel)
     | { status: "failed"; error: Error };
 
