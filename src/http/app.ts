@@ -30,6 +30,15 @@ function openRoutes(config: MapleConfig): Set<string> {
     return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : [])]);
 }
 
+/**
+ * Response headers a browser page may read: the retry hints the SDKs honour, and OpenAI's rate
+ * headers (Maple sends none itself; a gateway in front of it may).
+ */
+const exposedResponseHeaders = [
+    "retry-after", "retry-after-ms", "x-request-id",
+    ...["limit", "remaining", "reset"].flatMap((kind) => [`x-ratelimit-${kind}-requests`, `x-ratelimit-${kind}-tokens`])
+];
+
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
 export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
     const app = Fastify({
@@ -61,7 +70,10 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         void app.register(cors, {
             origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
             methods: ["GET", "POST", "OPTIONS"],
-            allowedHeaders: ["authorization", "content-type"],
+            // No allowedHeaders: the preflight's Access-Control-Request-Headers are echoed (with
+            // Vary), so Stainless-generated SDKs (openai, anthropic) and their x-stainless-* headers
+            // pass. `*` would not do: it never covers Authorization. No cookies are involved.
+            exposedHeaders: exposedResponseHeaders,
             maxAge: 600
         });
     }
