@@ -15,6 +15,7 @@ import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
+import { serveUnprefixedAliases } from "./unprefixedAliases.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -127,6 +128,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
             return requested ?? config.modelId;
         }
     };
+    serveUnprefixedAliases(app);
     healthRoute(app, context);
     modelsRoute(app, context);
     completionsRoute(app, context);
