@@ -61,7 +61,7 @@ export class UnsupportedMediaTypeError extends MapleError {
 }
 
 export class AuthenticationError extends MapleError {
-    constructor(message = "Invalid or missing API key. Send it as 'Authorization: Bearer <key>'.") {
+    constructor(message = "Invalid or missing API key. Send it as 'Authorization: Bearer <key>' or 'X-Api-Key: <key>'.") {
         super(401, "authentication_error", message, { code: "invalid_api_key" });
     }
 }

@@ -4,7 +4,7 @@ import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
 import type { ModelHost } from "../server/modelHost.js";
-import { createBearerCheck } from "./auth.js";
+import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";
 import { chatCompletionsRoute } from "./routes/chatCompletions.js";
@@ -90,12 +90,12 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     });
 
     if (config.apiKey !== undefined) {
-        const checkBearer = createBearerCheck(config.apiKey);
+        const checkApiKey = createApiKeyCheck(config.apiKey);
         const open = openRoutes(config);
         app.addHook("onRequest", async (request) => {
             // Browsers send CORS preflights without credentials; no route serves anything on OPTIONS.
             if (request.method === "OPTIONS") return;
-            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
+            if (!open.has(request.url.split("?")[0] ?? "")) checkApiKey(request.headers);
         });
     }
 
