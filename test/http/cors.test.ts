@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import OpenAI from "openai";
-import { startTestServer } from "../helpers/testServer.js";
+import { Exposition } from "../helpers/prometheus.js";
+import { startTestServer, type WireError } from "../helpers/testServer.js";
 
 const origin = "https://app.example.com";
 
@@ -85,6 +86,32 @@ describe("CORS", () => {
                 const exposed = (response.headers.get("access-control-expose-headers") ?? "").split(",").map((name) => name.trim().toLowerCase());
                 for (const name of ["retry-after", "retry-after-ms", "x-ratelimit-remaining-requests"]) assert.ok(exposed.includes(name), `exposes ${name}`);
             }
+        } finally {
+            await server.close();
+        }
+    });
+});
+
+describe("CSRF: a web page cannot make a local Maple generate", () => {
+    // A page on any origin may post a form, or fetch() with a CORS-safelisted content type,
+    // to http://127.0.0.1:8080 without a preflight and without Maple's consent; the browser only
+    // hides the answer. Such a body (text/plain can hold a whole JSON document) must be refused
+    // before anything runs: that is the 415 for every Content-Type but application/json.
+    it("refuses the bodies a browser sends cross-origin without a preflight with 415, running nothing", async () => {
+        const server = await startTestServer();
+        try {
+            const body = JSON.stringify({ prompt: "x", max_tokens: 4, messages: [{ role: "user", content: "x" }] });
+            for (const path of ["/v1/completions", "/v1/chat/completions", "/completions", "/tokenize"]) {
+                for (const contentType of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+                    const response = await server.request(path, { method: "POST", headers: { "content-type": contentType, origin: "https://evil.example.com" }, body });
+                    assert.equal(response.status, 415, `${path} as ${contentType}`);
+                    assert.equal((await response.json() as WireError).error.code, "unsupported_media_type");
+                }
+            }
+            const metrics = new Exposition(await (await server.request("/metrics")).text());
+            assert.equal(metrics.value("maple:prompt_tokens_total"), 0, "no prompt reached the engine");
+            // The same body as application/json (which a cross-origin page can send only after a preflight that CORS answers) is served.
+            assert.equal((await server.post("/v1/completions", body)).status, 200);
         } finally {
             await server.close();
         }
