@@ -10,6 +10,8 @@ export interface ReadyModel {
     source: string;
     /** The chat template in force: --chat-template, else the GGUF's own, else ChatML. */
     chatTemplate: ChatTemplateSource;
+    /** OpenAI's `system_fingerprint` of this version, model file and engine build (see systemFingerprint.ts). */
+    systemFingerprint: string;
 }
 
 export type ModelState =
