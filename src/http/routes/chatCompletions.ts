@@ -51,10 +51,11 @@ class ChatChoice {
      * unless the reasoning is not sent (`include_reasoning: false`).
      */
     parse(piece: GeneratedPiece): OutputPart[] {
-        if (piece.token !== undefined) {
-            const reasoning = this.parser.inReasoning;
-            if (reasoning) this.reasoningTokens += 1;
-            if (this.pieces !== undefined && (this.includeReasoning || !reasoning)) this.logprobs.push(toChatLogprob(this.pieces, piece.token));
+        const reasoning = this.parser.inReasoning;
+        if (piece.token !== undefined && reasoning) this.reasoningTokens += 1;
+        // The tokens whose text this piece begins: those past a stop string's cut never come.
+        if (this.pieces !== undefined && (this.includeReasoning || !reasoning)) {
+            for (const token of piece.textTokens) this.logprobs.push(toChatLogprob(this.pieces, token));
         }
         return this.parser.push(piece.text);
     }

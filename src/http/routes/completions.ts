@@ -39,7 +39,7 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         // With `logprobs`, each choice's tokens; a chunk (or the response) carries those not yet sent.
         const logprobs = generations.map(() => (completion.logprobs === undefined ? undefined : new CompletionLogprobs(engine)));
         const addLogprobs = (index: number, piece: GeneratedPiece): void => {
-            if (piece.token !== undefined) logprobs[index]?.add(piece.token);
+            for (const token of piece.textTokens) logprobs[index]?.add(token);
         };
         const takeLogprobs = (index: number): WireCompletionLogprobs | null => logprobs[index]?.take() ?? null;
 
