@@ -20,6 +20,8 @@ export interface ChatCompletionIdentity {
     weightVersion: string;
     /** false: reasoning is generated and counted but not sent (include_reasoning: false). */
     includeReasoning: boolean;
+    /** OpenAI's `system_fingerprint`, on the response and every chunk. */
+    systemFingerprint: string;
 }
 
 /** Tool calls get their wire id once, here, so a streamed call and the final message agree. */
@@ -46,8 +48,8 @@ export class ChatChunkWriter {
     constructor(private readonly identity: ChatCompletionIdentity, private readonly index = 0) {}
 
     private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-        const { id, created, model } = this.identity;
-        return { id, object: "chat.completion.chunk", created, model, choices, ...extra };
+        const { id, created, model, systemFingerprint } = this.identity;
+        return { id, object: "chat.completion.chunk", created, model, system_fingerprint: systemFingerprint, choices, ...extra };
     }
 
     private delta(delta: Record<string, unknown>): Record<string, unknown> {
@@ -145,9 +147,9 @@ export class ChatMessageCollector {
 /** The non-streaming `chat.completion`: its choices, and the usage of all of them (`counts` summed). */
 export function chatCompletion(identity: ChatCompletionIdentity, choices: Record<string, unknown>[], counts: UsageCounts,
     reasoningTokens: number): Record<string, unknown> {
-    const { id, created, model, weightVersion } = identity;
+    const { id, created, model, weightVersion, systemFingerprint } = identity;
     return {
-        id, object: "chat.completion", created, model, choices,
+        id, object: "chat.completion", created, model, system_fingerprint: systemFingerprint, choices,
         usage: chatUsage(counts, reasoningTokens),
         metadata: { weight_version: weightVersion }
     };

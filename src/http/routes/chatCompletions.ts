@@ -75,7 +75,7 @@ class ChatChoice {
 /** POST /v1/chat/completions: the model's own template, the reasoning split, tool calls, streaming. */
 export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/v1/chat/completions", async (request, reply) => {
-        const { engine, scheduler, chatTemplate } = context.host.requireReady();
+        const { engine, scheduler, chatTemplate, systemFingerprint } = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseChatRequest(request.body, context.samplingDefaults);
@@ -94,7 +94,8 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         }, choices.map((choice) => ({ grammar: choice.grammar, observer: context.metrics.observeGeneration() })));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model,
-            weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning
+            weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,
+            systemFingerprint
         };
         const reasoningTokens = (): number => choices.reduce((sum, choice) => sum + choice.reasoningTokens, 0);
 

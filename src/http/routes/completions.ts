@@ -13,7 +13,7 @@ import type { RouteContext } from "./routeContext.js";
 /** POST /v1/completions: the raw prompt to the model, no template, no parsing. */
 export function completionsRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/v1/completions", async (request, reply) => {
-        const { engine, scheduler } = context.host.requireReady();
+        const { engine, scheduler, systemFingerprint } = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const completion = parseCompletionRequest(request.body, context.samplingDefaults);
@@ -35,7 +35,7 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const id = newId("cmpl");
         const created = unixSeconds();
         const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> =>
-            ({ id, object: "text_completion", created, model, choices, ...extra });
+            ({ id, object: "text_completion", created, model, system_fingerprint: systemFingerprint, choices, ...extra });
         // With `logprobs`, each choice's tokens; a chunk (or the response) carries those not yet sent.
         const logprobs = generations.map(() => (completion.logprobs === undefined ? undefined : new CompletionLogprobs(engine)));
         const addLogprobs = (index: number, piece: GeneratedPiece): void => {
