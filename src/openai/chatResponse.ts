@@ -22,6 +22,8 @@ export interface ChatCompletionIdentity {
     includeReasoning: boolean;
     /** OpenAI's `system_fingerprint`, on the response and every chunk. */
     systemFingerprint: string;
+    /** `stream_options.include_usage`: then every chunk but the usage chunk has `"usage": null`, as OpenAI's do. */
+    includeUsage: boolean;
 }
 
 /** Tool calls get their wire id once, here, so a streamed call and the final message agree. */
@@ -48,8 +50,8 @@ export class ChatChunkWriter {
     constructor(private readonly identity: ChatCompletionIdentity, private readonly index = 0) {}
 
     private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-        const { id, created, model, systemFingerprint } = this.identity;
-        return { id, object: "chat.completion.chunk", created, model, system_fingerprint: systemFingerprint, choices, ...extra };
+        const { id, created, model, systemFingerprint, includeUsage } = this.identity;
+        return { id, object: "chat.completion.chunk", created, model, system_fingerprint: systemFingerprint, choices, ...(includeUsage ? { usage: null } : {}), ...extra };
     }
 
     private delta(delta: Record<string, unknown>): Record<string, unknown> {

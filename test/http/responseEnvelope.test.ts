@@ -29,6 +29,22 @@ describe("response envelope: usage on chunks, system_fingerprint", () => {
         return answer.json() as Promise<Envelope>;
     }
 
+    it("with include_usage, every chunk but the usage chunk has \"usage\": null (OpenAI's shape); without it, no usage key", async () => {
+        for (const [path, body] of [["/v1/chat/completions", chatBody], ["/v1/completions", completionBody]] as const) {
+            const withUsage = await chunks(path, { ...body, stream_options: { include_usage: true } });
+            const last = withUsage.at(-1)!;
+            assert.deepEqual(last.choices, []);
+            assert.equal(typeof last["usage"], "object");
+            assert.ok(last["usage"] !== null);
+            assert.ok(withUsage.length >= 2);
+            for (const chunk of withUsage.slice(0, -1)) {
+                assert.ok("usage" in chunk, `${path}: ${JSON.stringify(chunk)}`);
+                assert.equal(chunk["usage"], null);
+            }
+            for (const chunk of await chunks(path, body)) assert.ok(!("usage" in chunk), `${path}: ${JSON.stringify(chunk)}`);
+        }
+    });
+
     it("carries one system_fingerprint on every response and chunk of a server, and another for another model", async () => {
         const seen = new Set<unknown>();
         for (const path of ["/v1/chat/completions", "/v1/completions"]) {

@@ -95,7 +95,7 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model,
             weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,
-            systemFingerprint
+            systemFingerprint, includeUsage: chat.stream && chat.includeUsage
         };
         const reasoningTokens = (): number => choices.reduce((sum, choice) => sum + choice.reasoningTokens, 0);
 

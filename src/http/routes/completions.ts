@@ -34,8 +34,10 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         }, Array.from({ length: completion.n }, () => ({ observer: context.metrics.observeGeneration() })));
         const id = newId("cmpl");
         const created = unixSeconds();
+        // With include_usage, every chunk but the usage chunk has "usage": null, as OpenAI's do.
+        const usageKey = completion.stream && completion.includeUsage ? { usage: null } : {};
         const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> =>
-            ({ id, object: "text_completion", created, model, system_fingerprint: systemFingerprint, choices, ...extra });
+            ({ id, object: "text_completion", created, model, system_fingerprint: systemFingerprint, choices, ...usageKey, ...extra });
         // With `logprobs`, each choice's tokens; a chunk (or the response) carries those not yet sent.
         const logprobs = generations.map(() => (completion.logprobs === undefined ? undefined : new CompletionLogprobs(engine)));
         const addLogprobs = (index: number, piece: GeneratedPiece): void => {
