@@ -85,7 +85,7 @@ export class UnsupportedMediaTypeError extends MapleError {
 }
 
 export class AuthenticationError extends MapleError {
-    constructor(message = "Invalid or missing API key. Send it as 'Authorization: Bearer <key>'.") {
+    constructor(message = "Invalid or missing API key. Send it as 'Authorization: Bearer <key>' or 'X-Api-Key: <key>'.") {
         super("authentication", message, { code: "invalid_api_key" });
     }
 }

@@ -130,7 +130,7 @@ export const settings = [
         defaultText: "$XDG_CACHE_HOME/maple/models or ~/.cache/maple/models",
         help: "Where downloaded and synthetic models are kept", parse: nonEmpty }),
     define({ key: "apiKey", flag: "api-key", env: "MAPLE_API_KEY", valueName: "KEY", defaultValue: () => undefined,
-        defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' on every route but /health", parse: nonEmpty }),
+        defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY' on every route but /health", parse: nonEmpty }),
     define({ key: "corsOrigins", flag: "cors-origin", env: "MAPLE_CORS_ORIGIN", valueName: "ORIGINS", defaultValue: () => undefined,
         defaultText: "none (CORS off)", help: "Browser origins allowed to call the API, comma-separated, or * for any", parse: corsOrigins }),
     define({ key: "metricsPublic", flag: "metrics-public", env: "MAPLE_METRICS_PUBLIC", valueName: "BOOL", defaultValue: () => false,

@@ -32,10 +32,11 @@ export class ChatChoice implements ChoiceReader {
      */
     read(piece: GeneratedPiece): GenerationPart[] {
         const parts: GenerationPart[] = [];
-        if (piece.token !== undefined) {
-            const reasoning = this.parser.inReasoning;
-            if (reasoning) this.reasoningTokens += 1;
-            if (this.pieces !== undefined && (this.includeReasoning || !reasoning)) parts.push({ type: "logprobs", token: tokenLogprobs(this.pieces, piece.token) });
+        const reasoning = this.parser.inReasoning;
+        if (piece.token !== undefined && reasoning) this.reasoningTokens += 1;
+        // The tokens whose text this piece begins: those past a stop string's cut never come.
+        if (this.pieces !== undefined && (this.includeReasoning || !reasoning)) {
+            for (const token of piece.textTokens) parts.push({ type: "logprobs", token: tokenLogprobs(this.pieces, token) });
         }
         return this.convert(this.parser.push(piece.text), parts);
     }

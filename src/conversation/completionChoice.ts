@@ -12,7 +12,8 @@ export class CompletionChoice implements ChoiceReader {
 
     read(piece: GeneratedPiece): GenerationPart[] {
         const parts: GenerationPart[] = [];
-        if (piece.token !== undefined && this.pieces !== undefined) parts.push({ type: "logprobs", token: tokenLogprobs(this.pieces, piece.token) });
+        // The tokens whose text this piece begins: those past a stop string's cut never come.
+        if (this.pieces !== undefined) for (const token of piece.textTokens) parts.push({ type: "logprobs", token: tokenLogprobs(this.pieces, token) });
         if (piece.text !== "") parts.push({ type: "text-delta", text: piece.text });
         return parts;
     }

@@ -111,7 +111,9 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             batchSize: context.batchSize,
             attention: context.flashAttention === true ? "flash attention (llama.cpp)" : "standard attention (llama.cpp)",
             loadSeconds: Math.round(loadSeconds * 100) / 100,
-            engineVersion: `node-llama-cpp ${engineVersion}`
+            engineVersion: `node-llama-cpp ${engineVersion}`,
+            engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
+                + `${llama.gpu === false ? "cpu" : llama.gpu}`
         });
     } catch (error) {
         await model.dispose();

@@ -37,6 +37,11 @@ export interface RuntimeInfo {
     attention: string;
     loadSeconds: number;
     engineVersion: string;
+    /**
+     * What computes the tokens, beyond the version: the llama.cpp release, whether its binary was
+     * prebuilt or built here, and the device (part of the responses' `system_fingerprint`).
+     */
+    engineBuild: string;
 }
 
 /** A compiled GBNF grammar; each generation gets its own evaluation state from it. */

@@ -4,7 +4,7 @@ import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
 import type { ModelHost } from "../serving/modelHost.js";
-import { createBearerCheck } from "./auth.js";
+import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";
 import { chatCompletionsRoute } from "./routes/chatCompletions.js";
@@ -16,6 +16,7 @@ import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
+import { serveUnprefixedAliases } from "./unprefixedAliases.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -33,6 +34,15 @@ const probeRoutes: ReadonlySet<string> = new Set(["/health", "/livez"]);
 function openRoutes(config: MapleConfig): Set<string> {
     return new Set([...probeRoutes, ...(config.metricsPublic ? ["/metrics"] : [])]);
 }
+
+/**
+ * Response headers a browser page may read: the retry hints the SDKs honour, and OpenAI's rate
+ * headers (Maple sends none itself; a gateway in front of it may).
+ */
+const exposedResponseHeaders = [
+    "retry-after", "retry-after-ms", "x-request-id",
+    ...["limit", "remaining", "reset"].flatMap((kind) => [`x-ratelimit-${kind}-requests`, `x-ratelimit-${kind}-tokens`])
+];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
 export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
@@ -65,7 +75,10 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         void app.register(cors, {
             origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
             methods: ["GET", "POST", "OPTIONS"],
-            allowedHeaders: ["authorization", "content-type"],
+            // No allowedHeaders: the preflight's Access-Control-Request-Headers are echoed (with
+            // Vary), so Stainless-generated SDKs (openai, anthropic) and their x-stainless-* headers
+            // pass. `*` would not do: it never covers Authorization. No cookies are involved.
+            exposedHeaders: exposedResponseHeaders,
             maxAge: 600
         });
     }
@@ -89,12 +102,12 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     });
 
     if (config.apiKey !== undefined) {
-        const checkBearer = createBearerCheck(config.apiKey);
+        const checkApiKey = createApiKeyCheck(config.apiKey);
         const open = openRoutes(config);
         app.addHook("onRequest", async (request) => {
             // Browsers send CORS preflights without credentials; no route serves anything on OPTIONS.
             if (request.method === "OPTIONS") return;
-            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
+            if (!open.has(request.url.split("?")[0] ?? "")) checkApiKey(request.headers);
         });
     }
 
@@ -143,6 +156,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
             };
         }
     };
+    serveUnprefixedAliases(app);
     healthRoute(app, context);
     livezRoute(app, context);
     modelsRoute(app, context);

@@ -19,6 +19,10 @@ export interface ChatCompletionIdentity {
     weightVersion: string;
     /** false: reasoning is generated and counted but not sent (include_reasoning: false). */
     includeReasoning: boolean;
+    /** OpenAI's `system_fingerprint`, on the response and every chunk. */
+    systemFingerprint: string;
+    /** `stream_options.include_usage`: then every chunk but the usage chunk has `"usage": null`, as OpenAI's do. */
+    includeUsage: boolean;
 }
 
 /** Tool calls get their wire id once, here, so a streamed call and the final message agree. */
@@ -49,8 +53,8 @@ export class ChatChunkWriter {
     constructor(private readonly identity: ChatCompletionIdentity, private readonly index = 0) {}
 
     private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-        const { id, created, model } = this.identity;
-        return { id, object: "chat.completion.chunk", created, model, choices, ...extra };
+        const { id, created, model, systemFingerprint, includeUsage } = this.identity;
+        return { id, object: "chat.completion.chunk", created, model, system_fingerprint: systemFingerprint, choices, ...(includeUsage ? { usage: null } : {}), ...extra };
     }
 
     /** A chunk of `choice`, carrying the logprobs not yet sent. */
@@ -184,9 +188,9 @@ export class ChatMessageCollector {
 
 /** The non-streaming `chat.completion`: its choices, and the usage of all of them. */
 export function chatCompletion(identity: ChatCompletionIdentity, choices: Record<string, unknown>[], usage: Usage): Record<string, unknown> {
-    const { id, created, model, weightVersion } = identity;
+    const { id, created, model, weightVersion, systemFingerprint } = identity;
     return {
-        id, object: "chat.completion", created, model, choices,
+        id, object: "chat.completion", created, model, system_fingerprint: systemFingerprint, choices,
         usage: toWireUsage(usage, true),
         metadata: { weight_version: weightVersion }
     };

@@ -6,11 +6,13 @@ export interface CompletionIdentity {
     id: string;
     created: number;
     model: string;
+    /** OpenAI's `system_fingerprint`, on the response and every chunk. */
+    systemFingerprint: string;
 }
 
 function completionObject(identity: CompletionIdentity, choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-    const { id, created, model } = identity;
-    return { id, object: "text_completion", created, model, choices, ...extra };
+    const { id, created, model, systemFingerprint } = identity;
+    return { id, object: "text_completion", created, model, system_fingerprint: systemFingerprint, choices, ...extra };
 }
 
 function finishChoice(index: number, text: string, logprobs: CompletionLogprobs, finish: FinishPart): Record<string, unknown> {
@@ -41,9 +43,9 @@ export class CompletionStream {
                 logprobs.add(part.token);
                 return [];
             case "text-delta":
-                return [{ data: completionObject(this.identity, [{ index: choice, text: part.text, logprobs: logprobs.take(), finish_reason: null }]) }];
+                return [{ data: this.chunk([{ index: choice, text: part.text, logprobs: logprobs.take(), finish_reason: null }]) }];
             case "finish":
-                return [{ data: completionObject(this.identity, [finishChoice(choice, "", logprobs, part)]) }];
+                return [{ data: this.chunk([finishChoice(choice, "", logprobs, part)]) }];
             default:
                 // A raw completion is never parsed: no reasoning or tool-call parts.
                 return [];
@@ -52,6 +54,11 @@ export class CompletionStream {
 
     end(usage: Usage): { data: unknown }[] {
         return this.includeUsage ? [{ data: completionObject(this.identity, [], { usage: toWireUsage(usage, false) }) }] : [];
+    }
+
+    /** A choice's chunk; with include_usage it has `"usage": null`, as OpenAI's do (only the usage chunk has one). */
+    private chunk(choices: unknown[]): Record<string, unknown> {
+        return completionObject(this.identity, choices, this.includeUsage ? { usage: null } : {});
     }
 }
 

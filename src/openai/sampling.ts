@@ -12,7 +12,8 @@ const finite = z.number({ invalid_type_error: "must be a number" }).finite();
 /** Sampling and length fields shared by /v1/completions and /v1/chat/completions. */
 export const samplingFields = {
     temperature: finite.min(0).max(2).nullish(),
-    top_p: finite.gt(0).max(1).nullish(),
+    // 0 keeps only the most likely token (llama.cpp's top-p keeps at least one): greedy at any temperature.
+    top_p: finite.min(0).max(1).nullish(),
     // vLLM's -1 and llama-server's 0 both mean "no top-k". llama.cpp reads it as a 32-bit int:
     // a larger one would wrap (2^32 + 5 → 5), so it is refused rather than silently changed.
     top_k: z.number().int().min(-1).max(2 ** 31 - 1).nullish(),

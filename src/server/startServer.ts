@@ -11,6 +11,7 @@ import { chatMlFallbackTemplate } from "../chat/template.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
 import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
+import { systemFingerprint } from "./systemFingerprint.js";
 
 export type LoadStage = "download" | "verify" | "write" | "load";
 
@@ -122,7 +123,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             onLog: (level, message) => logger[level]({ source: "llama.cpp" }, message)
         });
         if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
-        host.setReady(readyModel(engine, config, model.source, templateOverride));
+        host.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
         const summary = {
             model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
             contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
@@ -145,7 +146,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
  * of `config`, and the chat template in force (`templateOverride`, else the model's own, else ChatML).
  */
 export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDepth" | "queueTimeoutSeconds">, source: string,
-    templateOverride?: string): ReadyModel {
+    fingerprint: string, templateOverride?: string): ReadyModel {
     const scheduler = new Scheduler({
         slots: engine.runtime.slots,
         maxQueueDepth: config.maxQueueDepth,
@@ -153,7 +154,10 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
         cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens)
     });
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
-    return { engine, scheduler, source, chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken } };
+    return {
+        engine, scheduler, source, systemFingerprint: fingerprint,
+        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+    };
 }
 
 async function readChatTemplateFile(path: string): Promise<string> {

@@ -5,6 +5,8 @@ import type { ServingModel } from "../conversation/index.js";
 export interface ReadyModel extends ServingModel {
     /** What was asked for, as /health reports it in `model_path`. */
     source: string;
+    /** OpenAI's `system_fingerprint` of this version, model file and engine build (see server/systemFingerprint.ts). */
+    systemFingerprint: string;
 }
 
 export type ModelState =

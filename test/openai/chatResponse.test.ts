@@ -4,7 +4,7 @@ import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src
 import { chatCompletion, ChatCompletionStream, ChatMessageCollector, type ChatCompletionIdentity } from "../../src/openai/chatResponse.js";
 import { CompletionCollector, CompletionStream } from "../../src/openai/completionResponse.js";
 
-const identity: ChatCompletionIdentity = { id: "chatcmpl-1", created: 1700000000, model: "maple", weightVersion: "v1", includeReasoning: true };
+const identity: ChatCompletionIdentity = { id: "chatcmpl-1", created: 1700000000, model: "maple", weightVersion: "v1", includeReasoning: true, systemFingerprint: "fp_test", includeUsage: false };
 const usage: Usage = { promptTokens: 10, cachedTokens: 4, completionTokens: 7, reasoningTokens: 3 };
 
 function finish(overrides: Partial<FinishPart> = {}): FinishPart {
@@ -41,7 +41,7 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
         const stream = new ChatCompletionStream(identity, 1, false);
         const first = stream.start()[0]!.data;
         assert.deepEqual(first, {
-            id: "chatcmpl-1", object: "chat.completion.chunk", created: 1700000000, model: "maple",
+            id: "chatcmpl-1", object: "chat.completion.chunk", created: 1700000000, model: "maple", system_fingerprint: "fp_test",
             choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]
         });
         const choices = streamChoice(answer);
@@ -61,7 +61,7 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
             logprobs: null, finish_reason: "stop", matched_stop: 151645
         });
         assert.deepEqual(chatCompletion(identity, [choice], usage), {
-            id: "chatcmpl-1", object: "chat.completion", created: 1700000000, model: "maple", choices: [choice],
+            id: "chatcmpl-1", object: "chat.completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test", choices: [choice],
             usage: {
                 prompt_tokens: 10, completion_tokens: 7, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 },
                 completion_tokens_details: { reasoning_tokens: 3 }, reasoning_tokens: 3
@@ -130,7 +130,7 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
 });
 
 describe("OpenAI completions: parts → text_completion chunks and response", () => {
-    const completion = { id: "cmpl-1", created: 1700000000, model: "maple" };
+    const completion = { id: "cmpl-1", created: 1700000000, model: "maple", systemFingerprint: "fp_test" };
     const parts: GenerationPart[] = [logprobs(1, "é"), logprobs(2, "ab"), { type: "text-delta", text: "éab" }, logprobs(3, "!"), finish({ usage: { ...usage, reasoningTokens: 0 } })];
 
     it("streams text chunks carrying their tokens' logprobs, then the finish chunk and usage without reasoning fields", () => {
@@ -140,7 +140,7 @@ describe("OpenAI completions: parts → text_completion chunks and response", ()
         const chunks = parts.flatMap((part) => stream.part(0, part)).map((event) => JSON.parse(JSON.stringify(event.data)) as Record<string, unknown>);
         assert.equal(chunks.length, 2);
         assert.deepEqual(chunks[0], {
-            id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple",
+            id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test", usage: null,
             choices: [{ index: 0, text: "éab", logprobs: { tokens: ["é", "ab"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ "é": -0.5 }, { ab: -0.5 }], text_offset: [0, 1] }, finish_reason: null }]
         });
         assert.deepEqual((chunks[1]!["choices"] as unknown[])[0], {

@@ -18,7 +18,8 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model: modelId,
-            weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning
+            weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,
+            systemFingerprint: model.systemFingerprint, includeUsage: chat.stream && chat.includeUsage
         };
         if (chat.stream) {
             return streamGeneration(request, reply, cancellation, generation, new ChatCompletionStream(identity, chat.n, chat.includeUsage));

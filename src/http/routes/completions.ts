@@ -16,7 +16,7 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const completion = parseCompletionRequest(request.body, context.samplingDefaults);
         const modelId = context.checkModel(completion.model);
         const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal));
-        const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId };
+        const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId, systemFingerprint: model.systemFingerprint };
         if (completion.stream) {
             return streamGeneration(request, reply, cancellation, generation, new CompletionStream(identity, completion.n, completion.includeUsage));
         }
