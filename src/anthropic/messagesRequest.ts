@@ -139,7 +139,7 @@ export function parseMessagesPrompt(body: unknown): MessagesPrompt {
 }
 
 function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
-    const offered = toToolDefinitions(wire.tools ?? []);
+    const { tools: offered, wireIndex } = toToolDefinitions(wire.tools ?? []);
     const toolChoice = resolveToolChoice(wire.tool_choice ?? undefined, offered);
     const format = wire.output_config?.format ?? wire.output_format ?? undefined;
     const formatParam = wire.output_config?.format != null ? "output_config.format.schema" : "output_format.schema";
@@ -152,7 +152,7 @@ function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
         tools: toolChoice.type === "none" ? [] : toolChoice.type === "function" ? offered.filter((tool) => tool.name === toolChoice.name) : offered,
         toolChoice,
         templateKwargs: { ...thinkingKwargs(wire.thinking ?? undefined), ...wire.chat_template_kwargs },
-        answer: answerConstraint(json, toolChoice, offered, parallel)
+        answer: answerConstraint(json, toolChoice, offered, parallel, (index) => `tools[${wireIndex[index]}].input_schema`)
     };
 }
 
@@ -165,9 +165,11 @@ function thinkingKwargs(thinking: z.infer<typeof wireThinking> | undefined): Rec
     return { enable_thinking: thinking.type !== "disabled" };
 }
 
-function toToolDefinitions(tools: z.infer<typeof wireTool>[]): ToolDefinition[] {
+/** The tools shown to the model, each with its index in the request's `tools` (deferred ones are left out). */
+function toToolDefinitions(tools: z.infer<typeof wireTool>[]): { tools: ToolDefinition[]; wireIndex: number[] } {
     const names = new Set<string>();
-    return tools.flatMap((tool, index): ToolDefinition[] => {
+    const wireIndex: number[] = [];
+    const definitions = tools.flatMap((tool, index): ToolDefinition[] => {
         if (tool.type != null && tool.type !== "custom") {
             throw new InvalidRequestError(`Tools of type '${tool.type}' run on Anthropic's side; Maple serves custom tools (name, description, input_schema).`, `tools[${index}].type`);
         }
@@ -176,10 +178,10 @@ function toToolDefinitions(tools: z.infer<typeof wireTool>[]): ToolDefinition[] 
         names.add(tool.name);
         // Anthropic loads a deferred tool only once a tool search finds it: it is not in the model's context.
         if (tool.defer_loading === true) return [];
-        // Checked here, so a schema the grammar cannot enforce is refused whatever tool_choice says.
-        grammarSchema(tool.input_schema, `tools[${index}].input_schema`);
+        wireIndex.push(index);
         return [{ name: tool.name, ...(tool.description != null ? { description: tool.description } : {}), parameters: tool.input_schema }];
     });
+    return { tools: definitions, wireIndex };
 }
 
 function resolveToolChoice(choice: z.infer<typeof wireToolChoice> | undefined, offered: ToolDefinition[]): ToolChoice {

@@ -11,6 +11,7 @@ import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
+import { messagesRoutes } from "./routes/messages.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
@@ -82,7 +83,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         app.addHook("onRequest", async (request) => {
             // Browsers send CORS preflights without credentials; no route serves anything on OPTIONS.
             if (request.method === "OPTIONS") return;
-            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
+            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization, request.headers["x-api-key"]);
         });
     }
 
@@ -119,6 +120,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    messagesRoutes(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

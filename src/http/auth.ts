@@ -6,14 +6,16 @@ function digest(text: string): Buffer {
 }
 
 /**
- * Checks `Authorization: Bearer <key>` in constant time: both sides are hashed first so neither
- * the key's length nor its content leaks through timing.
+ * Checks `Authorization: Bearer <key>`, or `X-Api-Key: <key>` (Anthropic's clients) when no
+ * Authorization header is sent, in constant time: both sides are hashed first so neither the
+ * key's length nor its content leaks through timing.
  */
-export function createBearerCheck(apiKey: string): (authorization: string | undefined) => void {
+export function createBearerCheck(apiKey: string): (authorization: string | undefined, xApiKey?: string | string[]) => void {
     const expected = digest(apiKey);
-    return (authorization) => {
-        const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "");
-        const presented = digest(match?.[1]?.trim() ?? "");
-        if (!timingSafeEqual(presented, expected) || match === null) throw new AuthenticationError();
+    return (authorization, xApiKey) => {
+        const key = authorization === undefined && typeof xApiKey === "string"
+            ? xApiKey.trim() : /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "")?.[1]?.trim();
+        const presented = digest(key ?? "");
+        if (!timingSafeEqual(presented, expected) || key === undefined) throw new AuthenticationError();
     };
 }

@@ -26,6 +26,11 @@ export class SseStream {
         await this.write(`data: ${JSON.stringify(data)}\n\n`);
     }
 
+    /** Writes one named event (`event: NAME` then `data: {json}`), the form Anthropic's streams use. */
+    async sendNamed(event: string, data: unknown): Promise<void> {
+        await this.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    }
+
     async sendError(error: MapleError): Promise<void> {
         await this.send(error.toJSON());
     }

@@ -53,10 +53,12 @@ export function parseResponseFormat(format: WireResponseFormat | null | undefine
  * What the grammar enforces on the answer. `tool_choice` `required` (any offered tool) or a named
  * function: tool calls only, whatever `response_format` says (the answer of this turn is the
  * calls). `response_format` beside tools the model may call (`auto`): either the JSON or tool calls.
- * Otherwise the JSON, or nothing.
+ * Otherwise the JSON, or nothing. `schemaParam`: where the wire format holds offered tool `index`'s
+ * schema, named by the 400 for a schema the grammar cannot enforce.
  */
 export function answerConstraint(json: { schema: GrammarJsonSchema | undefined } | undefined, toolChoice: ToolChoice,
-    offered: readonly ToolDefinition[], parallelToolCalls: boolean): AnswerConstraint | undefined {
+    offered: readonly ToolDefinition[], parallelToolCalls: boolean,
+    schemaParam = (index: number): string => `tools[${index}].function.parameters`): AnswerConstraint | undefined {
     const enforced = toolChoice.type === "required" || toolChoice.type === "function";
     const callable = enforced || (toolChoice.type === "auto" && json !== undefined)
         ? offered.filter((tool) => toolChoice.type !== "function" || tool.name === toolChoice.name)
@@ -64,7 +66,7 @@ export function answerConstraint(json: { schema: GrammarJsonSchema | undefined }
     const toolCalls = callable.length === 0 ? undefined : {
         callSchema: toolCallGrammarSchema(callable.map((tool) => ({
             name: tool.name,
-            parameters: grammarSchema(tool.parameters, `tools[${offered.indexOf(tool)}].function.parameters`)
+            parameters: grammarSchema(tool.parameters, schemaParam(offered.indexOf(tool)))
         }))),
         parallel: parallelToolCalls
     };

@@ -117,7 +117,10 @@ describe("Messages request", () => {
         const request = parse({ messages: [{ role: "user", content: "x" }], tools: [weather, { name: "Later", input_schema: { type: "object" }, defer_loading: true }] });
         assert.deepEqual(request.tools.map((tool) => tool.name), ["get_weather"]);
         assert.equal(refused({ messages: [{ role: "user", content: "x" }], tools: [{ type: "bash_20250124", name: "bash" }] }).param, "tools[0].type");
-        assert.equal(refused({ messages: [{ role: "user", content: "x" }], tools: [{ name: "x", input_schema: { type: "string", pattern: "a+" } }] }).param, "tools[0].input_schema");
+        // A schema the grammar cannot enforce is fine while nothing enforces it (Claude Code's tools use `minimum`).
+        const unenforceable = { name: "x", input_schema: { type: "object", properties: { n: { type: "integer", minimum: 1 } } } };
+        assert.equal(parse({ messages: [{ role: "user", content: "x" }], tools: [unenforceable] }).tools.length, 1);
+        assert.equal(refused({ messages: [{ role: "user", content: "x" }], tools: [unenforceable], tool_choice: { type: "any" } }).param, "tools[0].input_schema");
     });
 
     it("refuses with the param named: images, documents, unknown roles, prefill, unknown tool ids, no max_tokens", () => {
