@@ -120,6 +120,15 @@ describe("POST /v1/messages", () => {
         assert.deepEqual(none.content.map((block) => block.type), ["text"], "without tools a <tool_call> block is plain text");
     });
 
+    it("output_config.format: the answer is JSON of the schema, enforced by grammar", async () => {
+        const schema = { type: "object", properties: { city: { type: "string", maxLength: 8 }, sunny: { type: "boolean" } }, required: ["city", "sunny"], additionalProperties: false };
+        const message = await (await messages({ messages: user("JSON please."), thinking: { type: "disabled" }, max_tokens: 64, output_config: { format: { type: "json_schema", schema } } })).json() as Message;
+        const parsed = JSON.parse(message.content.at(-1)!.text!) as { city: unknown; sunny: unknown };
+        assert.deepEqual(Object.keys(parsed), ["city", "sunny"]);
+        assert.equal(typeof parsed.sunny, "boolean");
+        await assertAnthropicError(await messages({ messages: user("x"), output_config: { format: { type: "json_schema", schema: { type: "string", pattern: "a+" } } } }), 400, "invalid_request_error");
+    });
+
     it("stop_sequences: stop_reason stop_sequence with the sequence that matched", async () => {
         const message = await (await messages({ messages: user("Count"), stop_sequences: ["never", "STOP"], grammar: exactly("ok\n</think>\n\none two STOP three") })).json() as Message;
         assert.equal(message.stop_reason, "stop_sequence");
