@@ -1,4 +1,4 @@
-import type { OutputPart } from "../chat/types.js";
+import type { FinishPart, GenerationPart } from "../conversation/index.js";
 import { newId } from "../openai/ids.js";
 import { thinkingSignature } from "./thinkingSignature.js";
 
@@ -22,16 +22,6 @@ export interface PromptCounts {
     cachedTokens: number;
 }
 
-/** How a generation ended, and its counts. */
-export interface MessageEnd extends PromptCounts {
-    finishReason: "stop" | "length";
-    /** The stop string that matched, or the end-of-generation token id; null otherwise. */
-    matchedStop: string | number | null;
-    completionTokens: number;
-    /** Generated tokens that were reasoning (inside the think block). */
-    reasoningTokens: number;
-}
-
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
 
 /** A fresh `msg_…` id. */
@@ -52,16 +42,17 @@ function usage(counts: PromptCounts): Record<string, number> {
     };
 }
 
-export function stopReason(end: Pick<MessageEnd, "finishReason" | "matchedStop">, toolCalls: number): StopReason {
-    if (end.finishReason === "length") return "max_tokens";
-    if (toolCalls > 0) return "tool_use";
-    return typeof end.matchedStop === "string" ? "stop_sequence" : "end_turn";
+/** The token limit (or the context) wins; then a turn with tool calls; then a stop string; else the model's own end. */
+export function stopReason(finish: Pick<FinishPart, "reason" | "matchedStop" | "toolCalls">): StopReason {
+    if (finish.reason === "length") return "max_tokens";
+    if (finish.toolCalls > 0) return "tool_use";
+    return typeof finish.matchedStop === "string" ? "stop_sequence" : "end_turn";
 }
 
 type OpenBlock = { type: "thinking"; text: string } | { type: "text" };
 
 /**
- * Turns the output parser's parts into the events of Anthropic's Messages stream: content
+ * Turns the generation core's parts into the events of Anthropic's Messages stream: content
  * blocks numbered from 0 in order, each `content_block_start`, its deltas, `content_block_stop`
  * (a thinking block ends with its `signature_delta`; a tool call is one `input_json_delta`
  * holding its whole input). Pure: no I/O. The non-streaming message is these same events folded
@@ -70,7 +61,6 @@ type OpenBlock = { type: "thinking"; text: string } | { type: "text" };
 export class MessageEventWriter {
     private nextIndex = 0;
     private open: OpenBlock | undefined;
-    private toolCalls = 0;
 
     constructor(private readonly identity: MessageIdentity) {}
 
@@ -90,30 +80,41 @@ export class MessageEventWriter {
         }];
     }
 
-    parts(parts: readonly OutputPart[]): MessagesEvent[] {
+    /** The events of one part (none for logprobs, which Anthropic's API has no place for). */
+    part(part: GenerationPart): MessagesEvent[] {
         const events: MessagesEvent[] = [];
-        for (const part of parts) {
-            if (part.type === "reasoning") this.thinking(part.text, events);
-            else if (part.type === "content") this.text(part.text, events);
-            else this.toolUse(part, events);
+        switch (part.type) {
+            case "reasoning-delta":
+                this.thinking(part.text, events);
+                break;
+            case "text-delta":
+                this.text(part.text, events);
+                break;
+            case "tool-call":
+                this.toolUse(part, events);
+                break;
+            case "finish":
+                this.finish(part, events);
+                break;
+            case "logprobs":
+                break;
         }
         return events;
     }
 
     /** Closes the open block; `message_delta` (stop reason, final usage) and `message_stop`. */
-    finish(end: MessageEnd): MessagesEvent[] {
-        const events: MessagesEvent[] = [];
+    private finish(finish: FinishPart, events: MessagesEvent[]): void {
         this.close(events);
-        const reason = stopReason(end, this.toolCalls);
+        const reason = stopReason(finish);
+        const { usage: counts } = finish;
         events.push({
             event: "message_delta",
             data: {
                 type: "message_delta",
-                delta: { stop_reason: reason, stop_sequence: reason === "stop_sequence" ? end.matchedStop : null },
-                usage: { ...usage(end), output_tokens: end.completionTokens, output_tokens_details: { thinking_tokens: end.reasoningTokens } }
+                delta: { stop_reason: reason, stop_sequence: reason === "stop_sequence" ? finish.matchedStop : null },
+                usage: { ...usage(counts), output_tokens: counts.completionTokens, output_tokens_details: { thinking_tokens: counts.reasoningTokens } }
             }
         }, { event: "message_stop", data: { type: "message_stop" } });
-        return events;
     }
 
     private thinking(text: string, events: MessagesEvent[]): void {
@@ -130,7 +131,7 @@ export class MessageEventWriter {
         this.delta({ type: "text_delta", text }, events);
     }
 
-    private toolUse(call: Extract<OutputPart, { type: "tool_call" }>, events: MessagesEvent[]): void {
+    private toolUse(call: Extract<GenerationPart, { type: "tool-call" }>, events: MessagesEvent[]): void {
         this.close(events);
         const index = this.nextIndex++;
         events.push({
@@ -140,7 +141,6 @@ export class MessageEventWriter {
             event: "content_block_delta",
             data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: call.arguments } }
         }, { event: "content_block_stop", data: { type: "content_block_stop", index } });
-        this.toolCalls += 1;
     }
 
     private begin(block: OpenBlock, contentBlock: Record<string, unknown>, events: MessagesEvent[]): void {

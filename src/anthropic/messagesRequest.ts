@@ -1,10 +1,9 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
-import type { AnswerConstraint } from "../chat/answerGrammar.js";
-import { answerConstraint, grammarSchema } from "../openai/answerConstraint.js";
-import type { ToolChoice } from "../openai/chatRequest.js";
-import { maxStopStrings, resolveMaxTokens, samplingFields, toSamplingOptions, type GenerationRequestFields, type SamplingDefaults } from "../openai/sampling.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import { grammarSchema } from "../grammar/clientSchema.js";
+import { maxStopStrings, resolveMaxTokens, samplingFields, toSamplingOptions, type SamplingDefaults } from "../openai/sampling.js";
 import { paramPath, parseWire } from "../openai/validation.js";
 import { thinkingFromSignature } from "./thinkingSignature.js";
 
@@ -86,22 +85,14 @@ const messagesWire = promptWire.extend({
     temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed, grammar, ignore_eos, logit_bias
 });
 
-/** What the template and the parser need from a Messages request (also all that count_tokens reads). */
-export interface MessagesPrompt {
+/** What the template needs from a Messages request (all that count_tokens reads). */
+export type MessagesPrompt = Pick<ChatGenerationRequest, "messages" | "tools" | "toolChoice" | "templateKwargs" | "answer"> & {
     model: string | undefined;
-    messages: ChatMessage[];
-    /** The tools the template is shown, after tool_choice (none → [], tool → that one). */
-    tools: ToolDefinition[];
-    toolChoice: ToolChoice;
-    templateKwargs: Record<string, unknown>;
-    /** What the grammar enforces on the answer (`tool_choice` any or tool, `output_config.format`). */
-    answer: AnswerConstraint | undefined;
-}
+};
 
-/** A /v1/messages request past the edge: validated, defaults applied, in Maple's internal types. */
-export interface MessagesRequest extends MessagesPrompt, GenerationRequestFields {
-    /** `thinking.budget_tokens`: the most tokens the model may think before its thought is closed. */
-    thinkingBudget: number | undefined;
+/** A /v1/messages request past the edge: the core's request (`thinkingBudget` from `thinking.budget_tokens`), and what the route reads. */
+export interface MessagesRequest extends ChatGenerationRequest, MessagesPrompt {
+    stream: boolean;
     /** `thinking.display: "omitted"`: thinking blocks carry only their signature (Claude Code). */
     omitThinking: boolean;
 }
@@ -124,10 +115,10 @@ export function parseMessagesRequest(body: unknown, defaults: SamplingDefaults):
         maxTokens: resolveMaxTokens(wire.max_tokens, defaults),
         stop: wire.stop_sequences ?? [],
         stream: wire.stream === true,
-        includeUsage: true,
         grammar: wire.grammar ?? undefined,
         n: 1,
         logprobs: undefined,
+        includeReasoning: true,
         thinkingBudget,
         omitThinking: thinking !== undefined && thinking.type !== "disabled" && thinking.display === "omitted"
     };

@@ -11,7 +11,8 @@ import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
-import { messagesRoutes } from "./routes/messages.js";
+import { messagesRoute } from "./routes/messages.js";
+import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
@@ -114,13 +115,23 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
                 throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
             }
             return requested ?? config.modelId;
+        },
+        generationOptions(request, signal) {
+            return {
+                signal,
+                maxPromptTokens: config.maxPromptTokens,
+                observe: () => metrics.observeGeneration(),
+                // With MAPLE_LOG_PROMPTS the prompt and the raw output are logged at debug level; otherwise logs never contain them.
+                logText: config.logPrompts ? (text) => request.log.debug(text, "generation text") : undefined
+            };
         }
     };
     healthRoute(app, context);
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
-    messagesRoutes(app, context);
+    messagesRoute(app, context);
+    messagesCountTokensRoute(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

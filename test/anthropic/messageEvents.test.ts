@@ -1,18 +1,20 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser, type OutputParserOptions } from "../../src/chat/outputParser.js";
-import { MessageBuilder, MessageEventWriter, stopReason, type MessageEnd, type MessagesEvent } from "../../src/anthropic/messageEvents.js";
+import { ChatChoice } from "../../src/conversation/chatChoice.js";
+import type { GenerationSummary } from "../../src/generation/generateText.js";
+import { MessageBuilder, MessageEventWriter, stopReason, type MessagesEvent } from "../../src/anthropic/messageEvents.js";
 import { thinkingFromSignature, thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
 
 /**
- * The Messages event writer, fed by the real output parser with recorded model outputs split at
- * every boundary: whatever the split, the events follow Anthropic's grammar (indices, block
+ * The Messages event writer, fed the parts of the core's chat reader (its output parser) from
+ * recorded model outputs split at every boundary: whatever the split, the events follow Anthropic's grammar (indices, block
  * start/delta/stop, the thinking block's signature last) and fold into the same message.
  */
 
-const maple: OutputParserOptions = { startsInReasoning: true, parseToolCalls: true };
-const end = (overrides: Partial<MessageEnd> = {}): MessageEnd => ({
-    finishReason: "stop", matchedStop: 151645, promptTokens: 40, cachedTokens: 8, completionTokens: 20, reasoningTokens: 7, ...overrides
+/** Maple's template: the prompt opens the think block; tools were offered. */
+const maplePrompt = { text: "<|im_start|>assistant\n<think>\n", startsInReasoning: true, parseToolCalls: true };
+const summary = (overrides: Partial<GenerationSummary> = {}): GenerationSummary => ({
+    finishReason: "stop", matchedStop: 151645, promptTokens: 40, cachedTokens: 8, completionTokens: 20, queuedMs: 0, ...overrides
 });
 
 interface Fixture {
@@ -21,7 +23,7 @@ interface Fixture {
     /** The message's content blocks, tool_use ids left out (they are fresh each time). */
     content: Record<string, unknown>[];
     stopReason: string;
-    end?: Partial<MessageEnd>;
+    end?: Partial<GenerationSummary>;
 }
 
 const fixtures: Fixture[] = [
@@ -65,13 +67,15 @@ const fixtures: Fixture[] = [
     }
 ];
 
-/** Runs the text through the parser in `chunks`, and the parts through the writer. */
+/** Runs the text through the chat reader in `chunks` (one token each), and its parts through the writer. */
 function replay(chunks: readonly string[], fixture: Fixture, omitThinking = false): MessagesEvent[] {
-    const parser = new ChatOutputParser(maple);
+    const reader = new ChatChoice(maplePrompt, undefined, true, undefined);
     const writer = new MessageEventWriter({ id: "msg_test", model: "maple-preview", omitThinking });
     const events = writer.start({ promptTokens: 40, cachedTokens: 8 });
-    for (const chunk of chunks) events.push(...writer.parts(parser.push(chunk)));
-    events.push(...writer.parts(parser.flush()), ...writer.finish(end(fixture.end)));
+    const write = (parts: ReturnType<ChatChoice["read"]>): void => parts.forEach((part) => events.push(...writer.part(part)));
+    for (const chunk of chunks) write(reader.read({ text: chunk, token: { token: 1 } }));
+    const end = reader.end(summary(fixture.end));
+    write([...end.held, end.finish]);
     return events;
 }
 
@@ -146,10 +150,12 @@ describe("Messages event writer", () => {
         assert.equal(message["role"], "assistant");
         assert.equal(message["model"], "maple-preview");
         assert.equal(message["stop_sequence"], "42");
-        assert.deepEqual(message["usage"], {
-            input_tokens: 32, cache_creation_input_tokens: 0, cache_read_input_tokens: 8, output_tokens: 20,
-            output_tokens_details: { thinking_tokens: 7 }
+        const usage = message["usage"] as Record<string, unknown>;
+        assert.deepEqual({ ...usage, output_tokens_details: undefined }, {
+            input_tokens: 32, cache_creation_input_tokens: 0, cache_read_input_tokens: 8, output_tokens: 20, output_tokens_details: undefined
         });
+        // Every piece of the thought counted as a reasoning token (one token per replayed chunk).
+        assert.ok((usage["output_tokens_details"] as { thinking_tokens: number }).thinking_tokens > 0);
     });
 
     it("message_start carries the prompt's usage; message_delta the final counts", () => {
@@ -176,10 +182,10 @@ describe("Messages event writer", () => {
     });
 
     it("stop reasons: length wins, then tool calls, then a stop string, else end_turn", () => {
-        assert.equal(stopReason({ finishReason: "length", matchedStop: null }, 2), "max_tokens");
-        assert.equal(stopReason({ finishReason: "stop", matchedStop: "END" }, 1), "tool_use");
-        assert.equal(stopReason({ finishReason: "stop", matchedStop: "END" }, 0), "stop_sequence");
-        assert.equal(stopReason({ finishReason: "stop", matchedStop: 151645 }, 0), "end_turn");
+        assert.equal(stopReason({ reason: "length", matchedStop: null, toolCalls: 2 }), "max_tokens");
+        assert.equal(stopReason({ reason: "stop", matchedStop: "END", toolCalls: 1 }), "tool_use");
+        assert.equal(stopReason({ reason: "stop", matchedStop: "END", toolCalls: 0 }), "stop_sequence");
+        assert.equal(stopReason({ reason: "stop", matchedStop: 151645, toolCalls: 0 }), "end_turn");
     });
 
     it("signatures round-trip any text, and foreign signatures are not read", () => {

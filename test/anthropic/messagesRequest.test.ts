@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { anthropicError } from "../../src/anthropic/errorBody.js";
+import { anthropicErrorFormat, type AnthropicErrorBody } from "../../src/anthropic/errorFormat.js";
 import { parseMessagesPrompt, parseMessagesRequest } from "../../src/anthropic/messagesRequest.js";
 import { thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
 import type { MapleError} from "../../src/errors.js";
@@ -164,14 +164,16 @@ describe("Anthropic error shape", () => {
             [new EngineOverloadedError("queue full", "queue_full"), 529, "overloaded_error"],
             [new ModelLoadingError(), 529, "overloaded_error"]
         ];
+        const answer = (error: MapleError) => anthropicErrorFormat.response(error) as { status: number; headers: Record<string, string>; body: AnthropicErrorBody };
         for (const [error, status, type] of cases) {
-            const answer = anthropicError(error);
-            assert.equal(answer.status, status, error.message);
-            assert.equal(answer.body.type, "error");
-            assert.equal(answer.body.error.type, type);
+            const { status: answered, body } = answer(error);
+            assert.equal(answered, status, error.message);
+            assert.equal(body.type, "error");
+            assert.equal(body.error.type, type);
+            assert.deepEqual(anthropicErrorFormat.streamEvents(error), [{ event: "error", data: body }]);
         }
-        assert.equal(anthropicError(new EngineOverloadedError("queue full", "queue_full")).headers["retry-after"], "5");
-        assert.equal(anthropicError(new InvalidRequestError("must be text", "messages[0].content")).body.error.message, "messages[0].content: must be text");
-        assert.equal(anthropicError(new InvalidRequestError("Invalid value for 'top_k': x", "top_k")).body.error.message, "Invalid value for 'top_k': x");
+        assert.equal(answer(new EngineOverloadedError("queue full", "queue_full")).headers["retry-after"], "5");
+        assert.equal(answer(new InvalidRequestError("must be text", "messages[0].content")).body.error.message, "messages[0].content: must be text");
+        assert.equal(answer(new InvalidRequestError("Invalid value for 'top_k': x", "top_k")).body.error.message, "Invalid value for 'top_k': x");
     });
 });

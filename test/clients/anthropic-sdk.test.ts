@@ -153,7 +153,7 @@ describe("@anthropic-ai/sdk client", () => {
             }
         });
         const message = await retrying.messages.create({
-            model: "maple-preview", max_tokens: 8, messages: [{ role: "user", content: "x" }], grammar: exactly("a\n</think>\n\nserved")
+            model: "maple-preview", max_tokens: 32, messages: [{ role: "user", content: "x" }], grammar: exactly("a\n</think>\n\nserved")
         } as MessageCreateParamsNonStreaming);
         assert.equal((message.content.at(-1) as { text: string }).text, "served");
         assert.deepEqual(exchanges, [{ status: 529, retryCount: "0" }, { status: 200, retryCount: "1" }]);

@@ -9,7 +9,7 @@ import { THINK_CLOSE } from "../chat/markers.js";
 export const closeThoughtGbnf = `root ::= ${JSON.stringify(`\n${THINK_CLOSE}\n\n`)} .*\n`;
 
 /**
- * `thinking.budget_tokens`: once the choice has generated `budget` tokens inside its think block,
+ * A thinking budget (Anthropic's `thinking.budget_tokens`): once the choice has generated `budget` tokens inside its think block,
  * every further token is sampled under `closeThought` until the block is closed. `inner` (the
  * answer's grammar, if any) is still consulted on every token, since it tracks whether reasoning
  * happened.
