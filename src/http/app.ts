@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
-import type { ModelHost } from "../server/modelHost.js";
+import type { ModelHost } from "../serving/modelHost.js";
 import { createBearerCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";

@@ -3,7 +3,7 @@ import type { MapleConfig } from "../../config/settings.js";
 import type { GenerationOptions } from "../../conversation/index.js";
 import type { MapleMetrics } from "../../metrics/metrics.js";
 import type { SamplingDefaults } from "../../openai/sampling.js";
-import type { ModelHost } from "../../server/modelHost.js";
+import type { ModelHost } from "../../serving/modelHost.js";
 
 /** What every route is given: the config, the served model, and the checks they share. */
 export interface RouteContext {
