@@ -4,6 +4,7 @@ import type { OutputPart } from "../chat/types.js";
 import type { EngineGrammar, GrammarSelector } from "../engine/types.js";
 import type { GeneratedPiece, GenerationSummary } from "../generation/generateText.js";
 import { answerGrammarSelector, type AnswerGrammars } from "../grammar/answerGrammar.js";
+import { thinkingBudgetSelector } from "../grammar/thinkingBudget.js";
 import type { ChoiceReader } from "./choiceReader.js";
 import type { FinishPart, GenerationPart } from "./parts.js";
 import { tokenLogprobs, type TokenPieces } from "./tokenLogprobs.js";
@@ -15,14 +16,28 @@ import { tokenLogprobs, type TokenPieces } from "./tokenLogprobs.js";
 export class ChatChoice implements ChoiceReader {
     readonly grammar: GrammarSelector | undefined;
     private readonly parser: ChatOutputParser;
-    private reasoningTokens = 0;
+    private reasoningTokensSoFar = 0;
     private toolCalls = 0;
 
-    /** `pieces`: given when the request wants logprobs. */
+    /**
+     * `pieces`: given when the request wants logprobs. `thinkingBudget`: the reasoning tokens
+     * allowed, and the grammar that closes the thought once they are spent.
+     */
     constructor(prompt: ChatPrompt, grammars: AnswerGrammars<EngineGrammar> | undefined, private readonly includeReasoning: boolean,
-        private readonly pieces: TokenPieces | undefined) {
+        private readonly pieces: TokenPieces | undefined, thinkingBudget?: { tokens: number; closeThought: EngineGrammar }) {
         this.parser = new ChatOutputParser({ startsInReasoning: prompt.startsInReasoning, parseToolCalls: prompt.parseToolCalls });
-        this.grammar = grammars === undefined ? undefined : answerGrammarSelector(this.parser, grammars);
+        const answer = grammars === undefined ? undefined : answerGrammarSelector(this.parser, grammars);
+        this.grammar = thinkingBudget === undefined ? answer : thinkingBudgetSelector(this, thinkingBudget.tokens, thinkingBudget.closeThought, answer);
+    }
+
+    /** The model's think block is open: the next token is reasoning. */
+    get inReasoning(): boolean {
+        return this.parser.inReasoning;
+    }
+
+    /** Tokens generated inside the think block so far. */
+    get reasoningTokens(): number {
+        return this.reasoningTokensSoFar;
     }
 
     /**
@@ -33,7 +48,7 @@ export class ChatChoice implements ChoiceReader {
     read(piece: GeneratedPiece): GenerationPart[] {
         const parts: GenerationPart[] = [];
         const reasoning = this.parser.inReasoning;
-        if (piece.token !== undefined && reasoning) this.reasoningTokens += 1;
+        if (piece.token !== undefined && reasoning) this.reasoningTokensSoFar += 1;
         // The tokens whose text this piece begins: those past a stop string's cut never come.
         if (this.pieces !== undefined && (this.includeReasoning || !reasoning)) {
             for (const token of piece.textTokens) parts.push({ type: "logprobs", token: tokenLogprobs(this.pieces, token) });

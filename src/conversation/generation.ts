@@ -3,6 +3,7 @@ import type { Engine, EngineGrammar, SamplingOptions } from "../engine/types.js"
 import { isAbortError, ServerError } from "../errors.js";
 import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "../generation/generateText.js";
 import { answerGrammars, type AnswerConstraint, type AnswerGrammars } from "../grammar/answerGrammar.js";
+import { closeThoughtGbnf } from "../grammar/thinkingBudget.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
 import { ChatChoice } from "./chatChoice.js";
 import type { ChoiceReader } from "./choiceReader.js";
@@ -73,7 +74,10 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const sampling = await withClientGrammar(engine, request);
     const grammars = request.answer === undefined ? undefined : await buildAnswerGrammars(engine, request.answer, prompt);
     const pieces = request.logprobs === undefined ? undefined : engine;
-    const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces));
+    // A client grammar decides the whole output, thought included: no budget on top of it.
+    const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined ? undefined
+        : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
+    const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     return startGeneration(model, { promptTokens, sampling, settings: request, prompt: prompt.text }, choices, options);
 }
 
@@ -119,6 +123,15 @@ async function buildAnswerGrammars(engine: Engine, answer: AnswerConstraint, pro
         return await answerGrammars(engine, answer, prompt);
     } catch (error) {
         throw new ServerError("The grammar for response_format or tool_choice could not be built.", error);
+    }
+}
+
+/** A grammar Maple wrote itself: one that does not compile is Maple's fault (a server error). */
+async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise<EngineGrammar> {
+    try {
+        return await engine.createGrammar(gbnf);
+    } catch (error) {
+        throw new ServerError(`The grammar for ${what} could not be built.`, error);
     }
 }
 

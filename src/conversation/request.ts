@@ -38,6 +38,13 @@ export interface ChatGenerationRequest extends GenerationSettings {
      * calls, or either; built by `answerConstraint` from the wire's JSON format and tool choice.
      */
     answer: AnswerConstraint | undefined;
+    /**
+     * The most tokens the model may generate inside its think block (Anthropic's
+     * `thinking.budget_tokens`): once spent, a grammar makes it write `</think>` (see
+     * `grammar/thinkingBudget.ts`). Undefined: no limit but `maxTokens`. Not applied with `grammar`,
+     * which decides the whole output itself.
+     */
+    thinkingBudget?: number;
 }
 
 /** A raw prompt, continued as it is: no template, no parsing (OpenAI's legacy completions). */

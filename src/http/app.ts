@@ -12,6 +12,8 @@ import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
 import { livezRoute } from "./routes/livez.js";
+import { messagesRoute } from "./routes/messages.js";
+import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
@@ -162,6 +164,8 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    messagesRoute(app, context);
+    messagesCountTokensRoute(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

@@ -38,6 +38,11 @@ export interface StreamWriter {
     end(usage: Usage): SseEvent[];
     /** Sent as it is (not JSON) on a last `data:` line, after `end` or an error (OpenAI's `[DONE]`). */
     readonly lastData?: string;
+    /**
+     * Events sent every `intervalMs` until the first part arrives, while the prompt is evaluated
+     * (Anthropic's `ping`), so clients and proxies see the stream alive. None by default.
+     */
+    readonly keepAlive?: { intervalMs: number; events(): SseEvent[] };
 }
 
 /**
@@ -51,9 +56,16 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
     const sendAll = async (events: SseEvent[]): Promise<void> => {
         for (const event of events) await sse.send(event);
     };
+    let keepAlive: NodeJS.Timeout | undefined;
+    const stopKeepAlive = (): void => clearInterval(keepAlive);
     try {
         await sendAll(writer.start());
-        const usage = await generation.run((choice, part) => sendAll(writer.part(choice, part)));
+        const alive = writer.keepAlive;
+        if (alive !== undefined) keepAlive = setInterval(() => void sendAll(alive.events()), alive.intervalMs);
+        const usage = await generation.run((choice, part) => {
+            stopKeepAlive();
+            return sendAll(writer.part(choice, part));
+        });
         await sendAll(writer.end(usage));
         await sse.finish(writer.lastData);
     } catch (error) {
@@ -66,6 +78,7 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
         await sendAll(errorFormat.streamEvents(toMapleError(failure)));
         await sse.finish(writer.lastData);
     } finally {
+        stopKeepAlive();
         generation.close();
     }
 }
