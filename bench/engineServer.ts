@@ -26,8 +26,9 @@ import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/generation/generateText.js";
 import { buildApp } from "../src/http/app.js";
 import { createLogger } from "../src/server/logger.js";
-import { ModelHost } from "../src/server/modelHost.js";
+import { ModelHost } from "../src/serving/modelHost.js";
 import { readyModel, version } from "../src/server/startServer.js";
+import { systemFingerprint } from "../src/server/systemFingerprint.js";
 import { runPrompt } from "./shared.js";
 
 const [modelPath, threadsText = "2", slotsText = "4", contextSizeText = "4096", promptTokensText = "200", maxTokensText = "128"] = process.argv.slice(2);
@@ -36,7 +37,7 @@ const slots = Number(slotsText);
 const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), contextSize: Number(contextSizeText), slots, batchSize: 512 });
 // Maple's app as startServer builds it, over this process's engine; its scheduler serves the bench's own runs too.
 const config = defaultConfig({ model: modelPath });
-const ready = readyModel(engine, config, modelPath);
+const ready = readyModel(engine, config, modelPath, await systemFingerprint(version, modelPath, engine));
 const { scheduler } = ready;
 const host = new ModelHost();
 host.setReady(ready);

@@ -4,9 +4,10 @@ import { ModelSpecError } from "../models/resolveModel.js";
 import { createLogger } from "../server/logger.js";
 import { startServer, version, type LoadStage } from "../server/startServer.js";
 import { mainHelp, serveHelp } from "./help.js";
+import { modelsCommand, pullCommand, rmCommand, type CommandIo } from "./modelCommands.js";
 import { createProgressReporter } from "./progress.js";
 
-const labels: Record<LoadStage, string> = { download: "Downloading model", write: "Writing synthetic model", load: "Loading model" };
+const labels: Record<LoadStage, string> = { download: "Downloading model", verify: "Checking sha256", write: "Writing synthetic model", load: "Loading model" };
 
 /** The `maple` command. Returns the exit code for errors before the server runs. */
 export async function main(argv: string[]): Promise<number> {
@@ -19,12 +20,30 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`${version}\n`);
         return 0;
     }
-    if (command !== "serve") {
+    if (command === "serve") return serve(rest);
+    const modelCommand = modelCommands.get(command);
+    if (modelCommand === undefined) {
         console.error(`maple: unknown command '${command}'. Run 'maple --help'.`);
         return 2;
     }
-    return serve(rest);
+    const interrupt = new AbortController();
+    const onInterrupt = (): void => interrupt.abort(new Error("interrupted"));
+    process.once("SIGINT", onInterrupt);
+    try {
+        return await modelCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: interrupt.signal });
+    } finally {
+        process.off("SIGINT", onInterrupt);
+    }
 }
+
+const modelCommands = new Map<string, (args: string[], io: CommandIo) => Promise<number>>([
+    ["pull", pullCommand],
+    ["models", modelsCommand],
+    // Ollama's names for the same listing
+    ["ls", modelsCommand],
+    ["list", modelsCommand],
+    ["rm", rmCommand]
+]);
 
 async function serve(args: string[]): Promise<number> {
     let flags: Record<string, string | boolean | undefined>;
@@ -74,17 +93,24 @@ async function serve(args: string[]): Promise<number> {
 
     let stopping = false;
     const stop = async (signal: NodeJS.Signals): Promise<void> => {
-        if (stopping) return;
+        if (stopping) {
+            // A second signal (Ctrl-C after a SIGTERM) cuts the drain short.
+            void server.close();
+            return;
+        }
         stopping = true;
-        logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, "shutting down: finishing in-flight requests");
+        // SIGTERM is an orchestrator's or a balancer's stop: drain first. SIGINT is a person at a terminal.
+        const drainSeconds = signal === "SIGTERM" ? config.drainSeconds : 0;
+        logger.info({ signal, drainSeconds, graceSeconds: config.shutdownGraceSeconds },
+            drainSeconds > 0 ? "shutting down: /health answers 503, still serving while balancers notice" : "shutting down: finishing in-flight requests");
         // Past the grace period close() cancels what still runs, with an error event to each client;
         // the hard deadline only guards against a close that never returns.
         const hardDeadline = setTimeout(() => {
             logger.error("shutdown did not complete; exiting");
             process.exit(1);
-        }, config.shutdownGraceSeconds * 1000 + 10_000);
+        }, (drainSeconds + config.shutdownGraceSeconds) * 1000 + 10_000);
         hardDeadline.unref();
-        await server.close({ graceMs: config.shutdownGraceSeconds * 1000 });
+        await server.close({ graceMs: config.shutdownGraceSeconds * 1000, drainMs: drainSeconds * 1000 });
         logger.info("stopped");
         process.exit(0);
     };

@@ -30,6 +30,10 @@ export interface MapleConfig {
     chatTemplateFile: string | undefined;
     weightVersion: string;
     shutdownGraceSeconds: number;
+    /** On SIGTERM, how long /health answers 503 while requests are still accepted, before the server stops accepting. */
+    drainSeconds: number;
+    /** Sent as the `x-maple-replica` response header (none when unset). */
+    replicaId: string | undefined;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
     /** Prompt cache in host memory, MiB; undefined: chosen from the machine's memory and the model (defaultCacheRamMiB). */
@@ -129,8 +133,8 @@ function define<K extends keyof MapleConfig>(definition: SettingDefinition<K>): 
 
 export const settings = [
     define({ key: "model", flag: "model", env: "MAPLE_MODEL", valueName: "SPEC", defaultValue: () => undefined,
-        defaultText: "deepgrove's maple-preview (hf:), or synthetic:maple-tiny offline",
-        help: "Model to serve: a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
+        defaultText: "maple-preview (its official TQ2_0 file), or synthetic:maple-tiny when the hub is unreachable",
+        help: "Model to serve: maple-preview[:tq1], a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
     define({ key: "host", flag: "host", env: "MAPLE_HOST", valueName: "HOST", defaultValue: () => "127.0.0.1",
         help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
     define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,
@@ -141,7 +145,7 @@ export const settings = [
         defaultText: "$XDG_CACHE_HOME/maple/models or ~/.cache/maple/models",
         help: "Where downloaded and synthetic models are kept", parse: nonEmpty }),
     define({ key: "apiKey", flag: "api-key", env: "MAPLE_API_KEY", valueName: "KEY", defaultValue: () => undefined,
-        defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' on every route but /health", parse: nonEmpty }),
+        defaultText: "none (open)", help: "Require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY' on every route but /health", parse: nonEmpty }),
     define({ key: "corsOrigins", flag: "cors-origin", env: "MAPLE_CORS_ORIGIN", valueName: "ORIGINS", defaultValue: () => undefined,
         defaultText: "none (CORS off)", help: "Browser origins allowed to call the API, comma-separated, or * for any", parse: corsOrigins }),
     define({ key: "metricsPublic", flag: "metrics-public", env: "MAPLE_METRICS_PUBLIC", valueName: "BOOL", defaultValue: () => false,
@@ -156,8 +160,10 @@ export const settings = [
         help: "Cap on max_tokens; larger requests are capped, not refused", parse: integer(1) }),
     define({ key: "maxPromptTokens", flag: "max-prompt-tokens", env: "MAPLE_MAX_PROMPT_TOKENS", valueName: "N", defaultValue: () => undefined,
         defaultText: "the context size", help: "Longest prompt accepted; longer → 400 context_length_exceeded", parse: integer(1) }),
-    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 8192,
-        help: "Context window of each slot in tokens (capped at the model's training context)", parse: integer(64, 1 << 22) }),
+    // 32K fits an agent's 10-20k-token prompt (tool definitions, long system prompt) and a long answer.
+    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 32_768,
+        help: "Context window of each slot in tokens (capped at the model's training context); its KV cache is reserved "
+            + "at start: 48 KiB a token on maple-preview, 1.5 GiB a slot at 32768, 6 GiB for 4 slots", parse: integer(64, 1 << 22) }),
     define({ key: "threads", flag: "threads", env: "MAPLE_THREADS", valueName: "N", defaultValue: () => availableParallelism(),
         defaultText: "the cores this process may use", help: "llama.cpp threads; more than the cores oversubscribes and slows decoding", parse: integer(1, 1024) }),
     define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 4,
@@ -176,6 +182,12 @@ export const settings = [
         help: "Reported as metadata.weight_version in chat responses", parse: nonEmpty }),
     define({ key: "shutdownGraceSeconds", flag: "shutdown-grace", env: "MAPLE_SHUTDOWN_GRACE", valueName: "SECONDS", defaultValue: () => 30,
         help: "On SIGTERM/SIGINT, how long in-flight requests may finish before they are cancelled", parse: decimal(0, 3600) }),
+    define({ key: "drainSeconds", flag: "shutdown-drain", env: "MAPLE_SHUTDOWN_DRAIN", valueName: "SECONDS", defaultValue: () => 5,
+        help: "On SIGTERM, how long /health answers 503 while requests are still served, so a balancer stops sending before Maple stops accepting (SIGINT skips it)",
+        parse: decimal(0, 3600) }),
+    define({ key: "replicaId", flag: "replica-id", env: "MAPLE_REPLICA_ID", valueName: "NAME", defaultValue: () => undefined,
+        defaultText: "none (no header)", help: "Sent as the x-maple-replica response header, so responses through a balancer show which replica answered",
+        parse: nonEmpty }),
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,
@@ -192,13 +204,17 @@ export const settings = [
 
 /**
  * Builds the config from CLI flag values (already split by the argument parser) and the
- * environment. Throws ConfigError naming the flag or variable on the first invalid value.
+ * environment. Throws ConfigError naming the flag or variable on the first invalid value. With
+ * `only`, the other settings keep their defaults.
  */
-export function resolveConfig(flags: Partial<Record<string, string>>, env: NodeJS.ProcessEnv = process.env): MapleConfig {
+export function resolveConfig(flags: Partial<Record<string, string>>, env: NodeJS.ProcessEnv = process.env,
+    only?: readonly (keyof MapleConfig)[]): MapleConfig {
     const config: Partial<Record<keyof MapleConfig, unknown>> = {};
     for (const setting of settings as readonly SettingDefinition[]) {
-        const fromFlag = flags[setting.flag];
-        const fromEnv = env[setting.env];
+        // `only`: a command that uses a few settings (maple pull: --models-dir) is not stopped by an invalid other one
+        const used = only === undefined || only.includes(setting.key);
+        const fromFlag = used ? flags[setting.flag] : undefined;
+        const fromEnv = used ? env[setting.env] : undefined;
         const [raw, source] = fromFlag !== undefined ? [fromFlag, `--${setting.flag}`] : [fromEnv, setting.env];
         if (raw === undefined || (source === setting.env && raw === "")) {
             config[setting.key] = setting.defaultValue();

@@ -39,6 +39,9 @@ export interface DownloadModelOptions {
     signal?: AbortSignal;
 }
 
+/** ipull's suffix for a download in progress (the data, then its chunk map); renamed away when complete. */
+export const partialDownloadSuffix = ".ipull";
+
 const supportedUriPattern = /^(hf:|huggingface:|https?:\/\/)/i;
 /** filenamify's default limit: ipull passes every file name through filenamify before writing. */
 const maxFileNameLength = 100;
@@ -93,6 +96,19 @@ export async function downloadModel(uri: string, dir: string, options: DownloadM
 }
 
 /**
+ * The local path of an already complete download of `uri` in `dir`, or undefined; never touches
+ * the network (node-llama-cpp computes `hf:` file names locally, `:quant` ones included).
+ */
+export async function findDownloadedModel(uri: string, dir: string): Promise<string | undefined> {
+    if (!supportedUriPattern.test(uri)) return undefined;
+    try {
+        return await resolveModelFile(uri, { directory: dir, fileName: fileNameForUrl(uri), download: false, cli: false });
+    } catch {
+        return undefined;
+    }
+}
+
+/**
  * A stable local name for an http(s) URL, so that a finished download is found again without
  * asking the server (node-llama-cpp only does that by itself for `hf:` URIs). Undefined for
  * `hf:` URIs, and for split or part files, which node-llama-cpp names and joins itself.
@@ -114,6 +130,9 @@ function fileNameForUrl(uri: string): string | undefined {
 }
 
 function describeDownloadError(uri: string, error: unknown): Error {
+    if ((error as NodeJS.ErrnoException | undefined)?.code === "ENOSPC") {
+        return new Error(`Failed to download model "${uri}": the disk is full (ENOSPC); the partial download is kept, free some space and retry to resume`, { cause: error });
+    }
     if (isHttpStatusError(error)) {
         const reason = error.statusCode === 404 ? "not found" : "the server refused it";
         const status = `${error.statusCode} ${typeof error.statusText === "string" ? error.statusText : ""}`.trim();

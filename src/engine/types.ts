@@ -1,4 +1,4 @@
-import type { GrammarJsonSchema } from "./grammarJsonSchema.js";
+import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 
 /**
  * The engine interface: everything the rest of Maple knows about the model runtime. Only
@@ -37,6 +37,11 @@ export interface RuntimeInfo {
     attention: string;
     loadSeconds: number;
     engineVersion: string;
+    /**
+     * What computes the tokens, beyond the version: the llama.cpp release, whether its binary was
+     * prebuilt or built here, and the device (part of the responses' `system_fingerprint`).
+     */
+    engineBuild: string;
 }
 
 /** A compiled GBNF grammar; each generation gets its own evaluation state from it. */
@@ -53,7 +58,7 @@ export interface EngineGrammar {
  */
 export type GrammarSelector = () => EngineGrammar | undefined;
 
-/** A schema in the JSON-schema-to-grammar converter's subset (see `toGrammarSchema` in grammarJsonSchema.ts). */
+/** A schema in the JSON-schema-to-grammar converter's subset (see `toGrammarSchema` in grammar/jsonSchemaSubset.ts). */
 export type { GrammarJsonSchema };
 
 export interface SamplingOptions {
@@ -165,7 +170,7 @@ export interface Engine {
      * character has U+FFFD in its text, and its raw bytes in `bytes`.
      */
     tokenPiece(token: number): { text: string; bytes: number[] };
-    /** Throws InvalidRequestError (param "grammar") for a grammar that does not parse. Compiled grammars are cached by their text. */
+    /** Throws InvalidGrammarError for a grammar that does not parse. Compiled grammars are cached by their text. */
     createGrammar(gbnf: string): Promise<EngineGrammar>;
     /**
      * GBNF rules defining `maple-json` (and helper rules whose names never start with `maple-`):
@@ -190,6 +195,11 @@ export interface Engine {
     slotCacheKey(slot: number): string | undefined;
     /** The prompt cache's counters and sizes, when it is on. */
     promptCacheReport(): PromptCacheReport | undefined;
+    /**
+     * KV cells slot `slot` holds now: one per token its sequence has evaluated (a decode still
+     * running counts once it returns). Each slot has `runtime.contextSize` cells of its own.
+     */
+    slotKvCells(slot: number): number;
     /** Starts generating in slot `slot` (0 ≤ slot < runtime.slots); the caller owns the slot until the stream ends. */
     startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream>;
     dispose(): Promise<void>;

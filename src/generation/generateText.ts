@@ -1,6 +1,7 @@
 import { RequestAbortedError } from "../errors.js";
 import type { Engine, GeneratedToken, GrammarSelector, SamplingOptions } from "../engine/types.js";
 import type { Scheduler, SlotLease } from "../scheduler/scheduler.js";
+import { HeldTokens } from "../text/heldTokens.js";
 import { StopMatcher } from "../text/stopMatcher.js";
 import { TokenTextDecoder } from "../text/tokenTextDecoder.js";
 
@@ -52,6 +53,13 @@ export interface GeneratedPiece {
     text: string;
     /** The token (with its log-probabilities when asked for); absent on the last piece, which only flushes held text. */
     token?: GeneratedToken;
+    /**
+     * The tokens whose text begins in `text`, in order: the ones a response reports (logprobs)
+     * with it, so they line up with the returned text. A token is held while a possible stop
+     * string holds its text; where a stop string cuts, a token that straddles the cut comes (some
+     * of its text is returned) and one that begins at or past it never does (see HeldTokens).
+     */
+    textTokens: GeneratedToken[];
 }
 
 export type FinishReason = "stop" | "length";
@@ -157,6 +165,7 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
         });
         const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));
         const stopMatcher = new StopMatcher(request.stop);
+        const heldTokens = new HeldTokens<GeneratedToken>();
         const tokens = stream.tokens();
         let completionTokens = 0;
         let completed = false;
@@ -177,9 +186,13 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
                 const next = await tokens.next();
                 if (request.signal.aborted) throw new RequestAbortedError();
                 if (next.done) {
-                    const tail = stopMatcher.push(decoder.flush());
+                    const flushed = decoder.flush();
+                    heldTokens.decoded(flushed);
+                    const tail = stopMatcher.push(flushed);
                     const text = tail.matched === undefined ? tail.text + stopMatcher.flush() : tail.text;
-                    if (text !== "") yield { text };
+                    const textTokens = heldTokens.released(text);
+                    if (tail.matched === undefined) textTokens.push(...heldTokens.flush());
+                    if (text !== "" || textTokens.length > 0) yield { text, textTokens };
                     const end = next.value;
                     if (tail.matched !== undefined) return summary("stop", tail.matched);
                     if (end.reason === "eog") return summary("stop", end.token);
@@ -190,8 +203,10 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
                     if (completionTokens === 1) observer.onFirstToken();
                     else observer.onToken();
                 }
-                const result = stopMatcher.push(decoder.push(next.value.token));
-                yield { text: result.text, token: next.value };
+                const decoded = decoder.push(next.value.token);
+                heldTokens.generated(next.value, decoded);
+                const result = stopMatcher.push(decoded);
+                yield { text: result.text, token: next.value, textTokens: heldTokens.released(result.text) };
                 if (result.matched !== undefined) return summary("stop", result.matched);
             }
         } finally {

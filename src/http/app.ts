@@ -3,18 +3,22 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
-import type { ModelHost } from "../server/modelHost.js";
-import { createBearerCheck } from "./auth.js";
+import type { ModelHost } from "../serving/modelHost.js";
+import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";
 import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
+import { livezRoute } from "./routes/livez.js";
+import { messagesRoute } from "./routes/messages.js";
+import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
+import { serveUnprefixedAliases } from "./unprefixedAliases.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -25,10 +29,22 @@ export interface AppOptions {
     shutdownSignal: AbortSignal;
 }
 
+/** The readiness and liveness probes: open without the API key, and answering until the process exits. */
+const probeRoutes: ReadonlySet<string> = new Set(["/health", "/livez"]);
+
 /** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC). */
 function openRoutes(config: MapleConfig): Set<string> {
-    return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : [])]);
+    return new Set([...probeRoutes, ...(config.metricsPublic ? ["/metrics"] : [])]);
 }
+
+/**
+ * Response headers a browser page may read: the retry hints the SDKs honour, and OpenAI's rate
+ * headers (Maple sends none itself; a gateway in front of it may).
+ */
+const exposedResponseHeaders = [
+    "retry-after", "retry-after-ms", "x-request-id",
+    ...["limit", "remaining", "reset"].flatMap((kind) => [`x-ratelimit-${kind}-requests`, `x-ratelimit-${kind}-tokens`])
+];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
 export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
@@ -61,7 +77,10 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         void app.register(cors, {
             origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
             methods: ["GET", "POST", "OPTIONS"],
-            allowedHeaders: ["authorization", "content-type"],
+            // No allowedHeaders: the preflight's Access-Control-Request-Headers are echoed (with
+            // Vary), so Stainless-generated SDKs (openai, anthropic) and their x-stainless-* headers
+            // pass. `*` would not do: it never covers Authorization. No cookies are involved.
+            exposedHeaders: exposedResponseHeaders,
             maxAge: 600
         });
     }
@@ -69,27 +88,42 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     app.addHook("preClose", async () => {
         closing = true;
     });
-    app.addHook("onRequest", async () => {
-        if (closing) throw new ShuttingDownError();
+    app.addHook("onRequest", async (request) => {
+        // Probes keep answering (health: 503 draining) until the process exits.
+        if (closing && !probeRoutes.has(request.url.split("?")[0] ?? "")) throw new ShuttingDownError();
     });
+    const replicaId = config.replicaId;
+    if (replicaId !== undefined) {
+        // On the raw response, so streams (which write their own head) carry it too.
+        app.addHook("onRequest", async (_request, reply) => {
+            reply.raw.setHeader("x-maple-replica", replicaId);
+        });
+    }
     app.setNotFoundHandler((request) => {
         throw new NotFoundError(`Unknown route: ${request.method} ${request.url.split("?")[0]}`, null, "unknown_route");
     });
 
     if (config.apiKey !== undefined) {
-        const checkBearer = createBearerCheck(config.apiKey);
+        const checkApiKey = createApiKeyCheck(config.apiKey);
         const open = openRoutes(config);
         app.addHook("onRequest", async (request) => {
             // Browsers send CORS preflights without credentials; no route serves anything on OPTIONS.
             if (request.method === "OPTIONS") return;
-            if (!open.has(request.url.split("?")[0] ?? "")) checkBearer(request.headers.authorization);
+            if (!open.has(request.url.split("?")[0] ?? "")) checkApiKey(request.headers);
         });
     }
 
     const metrics = new MapleMetrics({
         readLoad: () => {
             const state = host.state;
-            return state.status === "ready" ? { running: state.scheduler.active, waiting: state.scheduler.queueDepth } : undefined;
+            if (state.status !== "ready") return undefined;
+            const { engine, scheduler } = state;
+            return {
+                running: scheduler.active,
+                waiting: scheduler.queueDepth,
+                kvCellsInUse: scheduler.leasedSlots.reduce((cells, slot) => cells + engine.slotKvCells(slot), 0),
+                kvCellsTotal: engine.runtime.slots * engine.runtime.contextSize
+            };
         },
         readPromptCache: () => (host.state.status === "ready" ? host.state.engine.promptCacheReport() : undefined)
     });
@@ -114,12 +148,25 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
                 throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
             }
             return requested ?? config.modelId;
+        },
+        generationOptions(request, signal) {
+            return {
+                signal,
+                maxPromptTokens: config.maxPromptTokens,
+                observe: () => metrics.observeGeneration(),
+                // With MAPLE_LOG_PROMPTS the prompt and the raw output are logged at debug level; otherwise logs never contain them.
+                logText: config.logPrompts ? (text) => request.log.debug(text, "generation text") : undefined
+            };
         }
     };
+    serveUnprefixedAliases(app);
     healthRoute(app, context);
+    livezRoute(app, context);
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    messagesRoute(app, context);
+    messagesCountTokensRoute(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { AuthenticationError } from "../errors.js";
 
@@ -6,14 +7,24 @@ function digest(text: string): Buffer {
 }
 
 /**
- * Checks `Authorization: Bearer <key>` in constant time: both sides are hashed first so neither
- * the key's length nor its content leaks through timing.
+ * Checks the API key in constant time, as `Authorization: Bearer <key>` or as `X-Api-Key: <key>`
+ * (Anthropic's header, which several gateways use too): both sides are hashed first so neither
+ * the key's length nor its content leaks through timing. Either header carrying the key is
+ * enough, so a client that sends both, one of them stale, still gets in.
  */
-export function createBearerCheck(apiKey: string): (authorization: string | undefined) => void {
+export function createApiKeyCheck(apiKey: string): (headers: IncomingHttpHeaders) => void {
     const expected = digest(apiKey);
-    return (authorization) => {
-        const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "");
-        const presented = digest(match?.[1]?.trim() ?? "");
-        if (!timingSafeEqual(presented, expected) || match === null) throw new AuthenticationError();
+    const matches = (presented: string | undefined): boolean => {
+        // Both digests are compared even when nothing was presented: the time does not depend on it.
+        const equal = timingSafeEqual(digest(presented ?? ""), expected);
+        return equal && presented !== undefined && presented.length > 0;
+    };
+    return (headers) => {
+        const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization?.trim() ?? "")?.[1]?.trim();
+        const apiKeyHeader = headers["x-api-key"];
+        const headerKey = typeof apiKeyHeader === "string" ? apiKeyHeader.trim() : undefined;
+        const bearerMatches = matches(bearer);
+        const headerMatches = matches(headerKey);
+        if (!bearerMatches && !headerMatches) throw new AuthenticationError();
     };
 }

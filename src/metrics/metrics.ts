@@ -9,6 +9,10 @@ export interface SchedulerLoad {
     running: number;
     /** Requests waiting in the queue for a slot. */
     waiting: number;
+    /** KV cells held by the running requests' slots (their cached prefixes included). */
+    kvCellsInUse: number;
+    /** KV cells of all slots: slots × each slot's context size. */
+    kvCellsTotal: number;
 }
 
 export interface MapleMetricsOptions {
@@ -59,6 +63,17 @@ export class MapleMetrics {
             name: "maple:num_requests_waiting", help: "Number of requests waiting in the queue for a slot.", registers,
             collect() {
                 this.set(options.readLoad()?.waiting ?? 0);
+            }
+        });
+        new Gauge({
+            // vLLM's semantics (vllm:kv_cache_usage_perc): the cells of finished requests that a slot
+            // keeps as prefix cache are free (the next request in that slot reuses or erases them),
+            // so an idle replica reads 0 however much it caches.
+            name: "maple:kv_cache_usage_perc", help: "Fraction of KV cells held by running requests (0-1): their slots' cells in use over all slots' cells.",
+            registers,
+            collect() {
+                const load = options.readLoad();
+                this.set(load === undefined || load.kvCellsTotal === 0 ? 0 : load.kvCellsInUse / load.kvCellsTotal);
             }
         });
         this.promptTokens = new Counter({ name: "maple:prompt_tokens_total", help: "Number of prompt tokens of started generations, cached ones included.", registers });
@@ -184,7 +199,7 @@ export class MapleMetrics {
 
     /** Counts a request answered 503; any other error is not a rejection and is ignored. */
     countRejection(error: unknown): void {
-        if (error instanceof MapleError && error.status === 503) this.rejections.inc({ reason: rejectionReason(error) });
+        if (error instanceof MapleError && (error.kind === "overloaded" || error.kind === "unavailable")) this.rejections.inc({ reason: rejectionReason(error) });
     }
 
     /** Drops every series (the server is closing). */

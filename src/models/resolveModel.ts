@@ -1,7 +1,11 @@
 import { open } from "node:fs/promises";
 import { resolve } from "node:path";
 import { defaultModelSpec, isHuggingFaceSpec, resolveHuggingFaceModel } from "./huggingFace.js";
+import { HubUnreachableError, ModelSpecError } from "./modelSpecError.js";
+import { expandShortName, type KnownFiles } from "./officialModels.js";
 import { ensureSyntheticModel } from "./synthetic/index.js";
+
+export { HubUnreachableError, ModelSpecError } from "./modelSpecError.js";
 
 export const syntheticPrefix = "synthetic:";
 /** Served when the default model cannot be fetched (offline): the whole stack still runs. */
@@ -15,35 +19,35 @@ export interface ResolvedModel {
     kind: "file" | "huggingface" | "synthetic";
 }
 
+/** Work before a model can load: a download, the sha256 check of a known file, a synthetic model write. */
+export type ResolveWork = "download" | "verify" | "write";
+
 export interface ResolveModelOptions {
     modelsDir: string;
-    /** Progress of a download or a synthetic model write, in bytes. */
-    onProgress?: (work: "download" | "write", done: number, total: number) => void;
-    /** Told when the default model cannot be fetched and the offline fallback is served. */
+    /** Progress of a download, a checksum or a synthetic model write, in bytes. */
+    onProgress?: (work: ResolveWork, done: number, total: number) => void;
+    /** Told when the default model's hub is unreachable and the offline fallback is served. */
     onFallback?: (reason: string) => void;
     signal?: AbortSignal;
-}
-
-/** Thrown for a model that cannot be found or is not a GGUF file; the CLI prints it as one line. */
-export class ModelSpecError extends Error {
-    constructor(message: string, options?: { cause?: unknown }) {
-        super(message, options);
-        this.name = "ModelSpecError";
-    }
+    /** Sizes and hashes downloads must match; default: deepgrove's official files. */
+    knownFiles?: KnownFiles;
 }
 
 /**
- * Turns a model spec into a local GGUF file: a path as it is, an `hf:` reference downloaded once
- * into the models directory, `synthetic:NAME` written once. With no spec, deepgrove's
- * maple-preview, falling back to synthetic:maple-tiny when it cannot be fetched.
+ * Turns a model spec into a local GGUF file: a short name (`maple-preview`, `maple-preview:tq1`)
+ * as the hf: file it stands for, an `hf:` reference downloaded once into the models directory,
+ * `synthetic:NAME` written once, anything else as a path. With no spec, deepgrove's
+ * maple-preview; only when its hub cannot be reached at all (and it is not downloaded yet) is
+ * synthetic:maple-tiny served instead. Every other failure (404, 401/403, a size or checksum
+ * mismatch, a full disk) is thrown: never random weights in place of a model that was refused.
  */
 export async function resolveModel(spec: string | undefined, options: ResolveModelOptions): Promise<ResolvedModel> {
     if (spec === undefined) {
         try {
             return await resolveModel(defaultModelSpec, options);
         } catch (error) {
-            if (options.signal?.aborted) throw error;
-            options.onFallback?.(`${defaultModelSpec} could not be fetched (${(error as Error).message}); serving ${offlineFallbackSpec} instead`);
+            if (!(error instanceof HubUnreachableError) || options.signal?.aborted) throw error;
+            options.onFallback?.(offlineFallbackWarning(error));
             return resolveModel(offlineFallbackSpec, options);
         }
     }
@@ -52,19 +56,30 @@ export async function resolveModel(spec: string | undefined, options: ResolveMod
         const path = await ensureSyntheticModel(name, options.modelsDir, {
             onProgress: (progress) => options.onProgress?.("write", progress.writtenBytes, progress.totalBytes),
             signal: options.signal
+        }).catch((error: unknown) => {
+            throw options.signal?.aborted || !(error instanceof Error) ? error : new ModelSpecError(error.message, { cause: error });
         });
         return { path, source: spec, kind: "synthetic" };
     }
-    if (isHuggingFaceSpec(spec)) {
-        const path = await resolveHuggingFaceModel(spec, options.modelsDir, {
+    const huggingFaceSpec = isHuggingFaceSpec(spec) ? spec : expandShortName(spec);
+    if (huggingFaceSpec !== undefined) {
+        const path = await resolveHuggingFaceModel(huggingFaceSpec, options.modelsDir, {
             onProgress: (progress) => options.onProgress?.("download", progress.downloadedBytes, progress.totalBytes),
-            signal: options.signal
+            onVerifyProgress: (done, total) => options.onProgress?.("verify", done, total),
+            signal: options.signal,
+            knownFiles: options.knownFiles
         });
         return { path, source: spec, kind: "huggingface" };
     }
     const path = resolve(spec);
     await assertGgufFile(path);
     return { path, source: path, kind: "file" };
+}
+
+/** The fallback's warning: plain about what is served and what its answers are worth. */
+function offlineFallbackWarning(error: Error): string {
+    return `${error.message}. Serving ${offlineFallbackSpec} instead: RANDOM WEIGHTS, its answers are meaningless `
+        + `(/health says "synthetic": true). Once online, restart, or fetch the model first with 'maple pull maple-preview'.`;
 }
 
 const ggufMagic = "GGUF";

@@ -24,3 +24,13 @@ export function conversationCacheKey(body: unknown, headers: Readonly<Record<str
     }
     return undefined;
 }
+
+/**
+ * The same for Anthropic's Messages API: its `metadata.user_id` stands for OpenAI's `user` (same
+ * namespace: one client's id keys its conversations on either API), else an `X-Session-Id` header.
+ */
+export function anthropicCacheKey(body: unknown, headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+    const metadata = typeof body === "object" && body !== null ? (body as Record<string, unknown>).metadata : undefined;
+    const userId = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>).user_id : undefined;
+    return conversationCacheKey({ user: userId }, headers);
+}

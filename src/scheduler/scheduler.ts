@@ -74,6 +74,11 @@ export class Scheduler {
         return this.options.slots;
     }
 
+    /** The slots held by requests now, in slot order. */
+    get leasedSlots(): number[] {
+        return Array.from({ length: this.options.slots }, (_, slot) => slot).filter((slot) => !this.freeSlots.includes(slot));
+    }
+
     /**
      * Waits for a slot. Rejects with EngineOverloadedError when the queue is full or the wait
      * times out, and with RequestAbortedError when `signal` aborts first.
@@ -99,8 +104,7 @@ export class Scheduler {
             return Promise.resolve(this.takeFreeSlots(count, promptTokens, cacheKey).map((slot) => this.lease(slot, enqueuedAt)));
         }
         if (this.waiters.length >= this.options.maxQueueDepth) {
-            return Promise.reject(new EngineOverloadedError(
-                `The server is busy: ${this.waiters.length} requests are already waiting (MAPLE_MAX_QUEUE_DEPTH). Retry later.`, "queue_full"));
+            return Promise.reject(EngineOverloadedError.queueFull(this.waiters.length));
         }
         return new Promise<SlotLease[]>((resolve, reject) => {
             const leave = (): void => {
@@ -117,8 +121,7 @@ export class Scheduler {
             const timer = setTimeout(() => {
                 leave();
                 this.grantWaiters();
-                reject(new EngineOverloadedError(
-                    `Timed out after ${this.options.queueTimeoutMs / 1000} s waiting for a free slot (MAPLE_QUEUE_TIMEOUT). Retry later.`, "queue_timeout"));
+                reject(EngineOverloadedError.queueTimeout(this.options.queueTimeoutMs));
             }, this.options.queueTimeoutMs);
             const waiter: Waiter = {
                 promptTokens,

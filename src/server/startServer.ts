@@ -1,5 +1,6 @@
 import { readFile, stat } from "node:fs/promises";
 import { totalmem } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { defaultCacheRamMiB, type MapleConfig } from "../config/settings.js";
@@ -10,9 +11,10 @@ import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chat/template.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost, type ReadyModel } from "./modelHost.js";
+import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
+import { systemFingerprint } from "./systemFingerprint.js";
 
-export type LoadStage = "download" | "write" | "load";
+export type LoadStage = "download" | "verify" | "write" | "load";
 
 export interface StartServerOptions {
     logger?: Logger;
@@ -28,11 +30,14 @@ export interface RunningServer {
     /** Settles when the model is loaded (resolves) or failed to load (rejects). */
     ready: Promise<Engine>;
     /**
-     * Stops accepting requests (new ones get 503 server_shutting_down), lets in-flight requests
-     * finish for up to `graceMs` (default 0: cancel at once), then cancels the rest with an error
-     * and frees the engine.
+     * Drains, then stops: /health answers 503 at once while requests are still served for
+     * `drainMs` (default 0; skipped while the model is not ready, as no balancer sends to it then),
+     * so balancers take the replica out before it refuses anything. Then stops accepting requests
+     * (new ones get 503 server_shutting_down), lets in-flight requests finish for up to `graceMs`
+     * (default 0: cancel at once), cancels the rest with an error and frees the engine. Calling
+     * it again while it drains ends the drain at once; every call settles when the server is closed.
      */
-    close(options?: { graceMs?: number }): Promise<void>;
+    close(options?: { graceMs?: number; drainMs?: number }): Promise<void>;
 }
 
 export const version: string = (JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -58,18 +63,28 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const ready = loadModel(config, host, logger, loading.signal, options.onProgress);
     ready.catch(() => undefined);
 
-    let closed = false;
+    let closing: Promise<void> | undefined;
+    const drainCut = new AbortController();
+    const stop = async (graceMs: number, drainMs: number): Promise<void> => {
+        host.startDraining();
+        if (drainMs > 0 && host.state.status === "ready") {
+            await sleep(drainMs, undefined, { signal: drainCut.signal }).catch(() => undefined);
+            logger.info("drained: no longer accepting requests; finishing in-flight ones");
+        }
+        loading.abort();
+        const grace = setTimeout(() => shutdown.abort(), graceMs);
+        await app.close();
+        clearTimeout(grace);
+        const engine = await ready.catch(() => undefined);
+        await engine?.dispose();
+    };
     return {
         app, host, url, ready,
-        async close({ graceMs = 0 } = {}) {
-            if (closed) return;
-            closed = true;
-            loading.abort();
-            const grace = setTimeout(() => shutdown.abort(), graceMs);
-            await app.close();
-            clearTimeout(grace);
-            const engine = await ready.catch(() => undefined);
-            await engine?.dispose();
+        close({ graceMs = 0, drainMs = 0 } = {}) {
+            // A second call cuts a drain short (a second signal hurries the shutdown).
+            if (closing !== undefined) drainCut.abort();
+            closing ??= stop(graceMs, drainMs);
+            return closing;
         }
     };
 }
@@ -77,6 +92,8 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
 export const threadPoolWarning = "UV_THREADPOOL_SIZE is not set, so libuv's pool has 4 threads and llama.cpp's decode and "
     + "sampling calls hop between them (measured: 16% slower decoding on qwen3-0.6b). Start Maple with the maple command, or set "
     + "UV_THREADPOOL_SIZE=1 before node starts (setting it from an ES module is too late).";
+
+const loadingStages = { download: "downloading", verify: "verifying", write: "writing" } as const;
 
 async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, signal: AbortSignal,
     onProgress: StartServerOptions["onProgress"]): Promise<Engine> {
@@ -86,7 +103,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             modelsDir: config.modelsDir,
             signal,
             onProgress: (work, done, total) => {
-                host.setLoading(work === "download" ? "downloading" : "writing", total > 0 ? done / total : undefined);
+                host.setLoading(loadingStages[work], total > 0 ? done / total : undefined);
                 onProgress?.(work, done, total);
             },
             onFallback: (reason) => logger.warn(reason)
@@ -108,12 +125,14 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             onLog: (level, message) => logger[level]({ source: "llama.cpp" }, message)
         });
         if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
-        host.setReady(readyModel(engine, config, model.source, templateOverride));
-        logger.info({
-            architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
+        host.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
+        const summary = {
+            model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
             contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
             device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
-        }, "model ready");
+        };
+        if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
+        else logger.info(summary, "model ready");
         return engine;
     } catch (error) {
         host.setFailed(error as Error);
@@ -129,7 +148,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
  * of `config`, and the chat template in force (`templateOverride`, else the model's own, else ChatML).
  */
 export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDepth" | "queueTimeoutSeconds">, source: string,
-    templateOverride?: string): ReadyModel {
+    fingerprint: string, templateOverride?: string): ReadyModel {
     const scheduler = new Scheduler({
         slots: engine.runtime.slots,
         maxQueueDepth: config.maxQueueDepth,
@@ -140,7 +159,10 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
         slotCacheKey: (slot) => engine.slotCacheKey(slot)
     });
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
-    return { engine, scheduler, source, chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken } };
+    return {
+        engine, scheduler, source, systemFingerprint: fingerprint,
+        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+    };
 }
 
 /** The prompt cache's tiers from the settings; undefined when both are off. */

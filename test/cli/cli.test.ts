@@ -3,12 +3,12 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { settings } from "../../src/config/settings.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
+import { freePort } from "../helpers/freePort.js";
 import { testModelsDir } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 
@@ -48,15 +48,6 @@ async function runMaple(args: string[], env: Record<string, string> = {}): Promi
 /** Lines of a stream, without the empty tail. */
 const lines = (text: string): string[] => text.split("\n").filter((line) => line.trim() !== "");
 const hasStackTrace = (text: string): boolean => /^\s+at .+[(:]/m.test(text);
-
-/** A port that was free a moment ago: bind port 0, note it, let it go. */
-async function freePort(): Promise<number> {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
-}
 
 describe("maple CLI", () => {
     let tempDir: string;
@@ -165,7 +156,7 @@ describe("maple CLI", () => {
                 const response = await fetch(`${base}/health`).catch(() => undefined);
                 const body = await response?.json() as { status: string; model: string } | undefined;
                 return body?.status === "ok" ? body : undefined;
-            }, "maple serve to report ok on /health", 25_000);
+            }, "maple serve to report ok on /health", 90_000);
             return { child, base, health, exited, stop, output: () => output };
         } catch (error) {
             stop();

@@ -7,9 +7,11 @@
  *   fetches 5 MiB chunks with ranged GETs).
  * - `GET /v2/{owner}/{repo}/manifests/{quant}`: what `hf:owner/repo:quant` resolves through;
  *   answers `{ggufFile: {rfilename}}`.
- * Anything else is a 404.
+ * Anything else is a 404, unless `statuses` gives a path another answer (401, 403, 500…).
+ * `officialFiles()` names deepgrove's maple-preview files as the real repository does.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 
 export interface RecordedRequest {
@@ -28,6 +30,18 @@ export interface FakeHuggingFaceServerOptions {
     files: Record<string, Buffer>;
     /** Quantization manifests: "owner/repo:Q4_K_M" → the file's name inside the repository. */
     manifests?: Record<string, string>;
+    /** Fixed status codes by repository path (as in `files`), answered with an empty JSON error. */
+    statuses?: Record<string, number>;
+}
+
+/** deepgrove's repository and its two official files, as `files` keys. */
+export const officialRepository = "deepgrove/maple-preview-GGUF";
+export const officialTq2File = `${officialRepository}/maple-preview-TQ2_0-head-Q4_K.gguf`;
+export const officialTq1File = `${officialRepository}/maple-preview-TQ1_0-head-Q4_K.gguf`;
+
+/** `files` entries serving stand-in bytes under the official file names. */
+export function officialFiles(tq2: Buffer, tq1: Buffer = tq2): Record<string, Buffer> {
+    return { [officialTq2File]: tq2, [officialTq1File]: tq1 };
 }
 
 export interface FakeHuggingFaceServer {
@@ -66,9 +80,10 @@ export async function startFakeHuggingFaceServer(options: FakeHuggingFaceServerO
         }
 
         const [fileOwner, fileRepo, resolve, branch, ...fileParts] = segments;
-        const bytes = resolve === "resolve" && branch === "main"
-            ? options.files[[fileOwner, fileRepo, ...fileParts].join("/")]
-            : undefined;
+        const repoPath = [fileOwner, fileRepo, ...fileParts].join("/");
+        const status = resolve === "resolve" && branch === "main" ? options.statuses?.[repoPath] : undefined;
+        if (status !== undefined) return sendJson(res, status, { error: `status ${status}` });
+        const bytes = resolve === "resolve" && branch === "main" ? options.files[repoPath] : undefined;
         if (bytes === undefined) return sendJson(res, 404, { error: "Entry not found" });
         serveFile(req, res, record, bytes);
     });
@@ -153,4 +168,31 @@ export async function startFakeHuggingFaceServer(options: FakeHuggingFaceServerO
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
     const text = JSON.stringify(body);
     res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) }).end(text);
+}
+
+/**
+ * Points node-llama-cpp and Maple at `endpoint` (HF_ENDPOINT); clears MODEL_ENDPOINT, which
+ * would win over it, and keeps a real token out of the requests. Returns a function restoring
+ * the environment as it was.
+ */
+export function useFakeHubEnvironment(endpoint: string, tempDir: string): () => void {
+    const saved = { ...process.env };
+    process.env.HF_ENDPOINT = endpoint;
+    delete process.env.MODEL_ENDPOINT;
+    delete process.env.HF_TOKEN;
+    process.env.HF_TOKEN_PATH = join(tempDir, "no-token");
+    return () => {
+        process.env = saved;
+    };
+}
+
+/** `size` bytes that start with the GGUF magic, then deterministic filler: a stand-in for a model file. */
+export function standInModelBytes(size: number, seed: number): Buffer {
+    const bytes = Buffer.alloc(size);
+    bytes.write("GGUF", 0, "ascii");
+    for (let i = 4, state = seed; i < size; i++) {
+        state = (state * 1103515245 + 12345) >>> 0;
+        bytes[i] = state >>> 24;
+    }
+    return bytes;
 }

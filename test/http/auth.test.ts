@@ -53,6 +53,21 @@ describe("MAPLE_API_KEY", () => {
         assert.equal(raw.status, 200);
     });
 
+    it("accepts the key as X-Api-Key (Anthropic clients, gateways), with the same checks", async () => {
+        const models = await server.request("/v1/models", { headers: { "x-api-key": apiKey } });
+        assert.equal(models.status, 200);
+        const completion = await server.post("/v1/completions", completionBody, { "X-Api-Key": apiKey });
+        assert.equal(completion.status, 200);
+        for (const key of ["wrong-key", apiKey.slice(0, -1), `${apiKey}x`, "", `Bearer ${apiKey}`]) {
+            await assertUnauthorized(await server.post("/v1/completions", completionBody, { "x-api-key": key }));
+        }
+        // Either header may carry it: a client that sends both (one of them stale) still gets in.
+        const both = await server.request("/v1/models", { headers: { "x-api-key": "stale", authorization: `Bearer ${apiKey}` } });
+        assert.equal(both.status, 200);
+        const bothReversed = await server.request("/v1/models", { headers: { "x-api-key": apiKey, authorization: "Bearer stale" } });
+        assert.equal(bothReversed.status, 200);
+    });
+
     it("leaves /health open without a key", async () => {
         const response = await server.request("/health");
         assert.equal(response.status, 200);

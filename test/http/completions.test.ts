@@ -127,6 +127,16 @@ describe("POST /v1/completions", () => {
         assert.equal(await run({ temperature: 0 }), await run({ temperature: 0, seed: 7 }));
     });
 
+    it("accepts top_p: 0 (OpenAI's range is 0–1 inclusive) and samples greedily with it, at any temperature", async () => {
+        const run = async (body: object): Promise<string> => {
+            const response = await server.post("/v1/completions", { prompt: "Once upon a time", max_tokens: 12, ...body });
+            assert.equal(response.status, 200, JSON.stringify(body));
+            return ((await response.json()) as { choices: { text: string }[] }).choices[0]!.text;
+        };
+        const greedy = await run({ temperature: 0 });
+        for (const seed of [1, 2, 3]) assert.equal(await run({ top_p: 0, temperature: 1.5, top_k: 0, seed }), greedy, `seed ${seed}`);
+    });
+
     it("caps max_tokens at MAPLE_MAX_NEW_TOKENS_LIMIT and says length", async () => {
         const response = await server.post("/v1/completions", { prompt: "Go:", max_tokens: 100000, grammar: "root ::= \"a\"{500}" });
         const body = await response.json() as { choices: { finish_reason: string; text: string }[]; usage: { completion_tokens: number } };

@@ -2,18 +2,20 @@ import assert from "node:assert/strict";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
-import { startFakeHuggingFaceServer, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
+import { startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
 import { startTestServer, testModelsDir, type TestServer } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
+import { freePort } from "../helpers/freePort.js";
 
 const spec = "hf:fake-owner/maple-tiny-GGUF/maple-tiny.gguf";
 const repoPath = "fake-owner/maple-tiny-GGUF/maple-tiny.gguf";
 const filePath = "/fake-owner/maple-tiny-GGUF/resolve/main/maple-tiny.gguf";
 
-describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 60_000 }, () => {
-    const savedEnv = { ...process.env };
+describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 180_000 }, () => {
+    let restoreEnv: () => void;
     let fakeHub: FakeHuggingFaceServer;
     let tinyBytes: Buffer;
     let tempRoot: string;
@@ -24,14 +26,10 @@ describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 
         fakeHub = await startFakeHuggingFaceServer({ files: { [repoPath]: tinyBytes } });
         tempRoot = await mkdtemp(join(tmpdir(), "maple-download-test-"));
         modelsDir = join(tempRoot, "models");
-        process.env.HF_ENDPOINT = fakeHub.endpoint;
-        // MODEL_ENDPOINT would win over HF_ENDPOINT; a real token must not leak into requests.
-        delete process.env.MODEL_ENDPOINT;
-        delete process.env.HF_TOKEN;
-        process.env.HF_TOKEN_PATH = join(tempRoot, "no-token");
+        restoreEnv = useFakeHubEnvironment(fakeHub.endpoint, tempRoot);
     });
     after(async () => {
-        process.env = savedEnv;
+        restoreEnv();
         await fakeHub.close();
         await rm(tempRoot, { recursive: true, force: true });
     });
@@ -63,7 +61,8 @@ describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 
         try {
             await waitFor(() => (fakeHub.requests.some((request) => request.held)
                 && fakeHub.requests.some((request) => request.range !== undefined && request.completed) ? true : undefined),
-            "one ranged part of the download to complete and another to reach the hold");
+            // 40 MB reach the disk first: slow on a loaded machine (not a timing assertion)
+            "one ranged part of the download to complete and another to reach the hold", 60_000);
             const loading = await interrupted.request("/health");
             assert.equal(loading.status, 503);
             const body = await loading.json() as { status: string; stage: string };
@@ -103,5 +102,45 @@ describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 
             await server.close();
         }
         assert.equal(fakeHub.requests.length, requestsBefore);
+    });
+});
+
+describe("serving the default model when the hub is unreachable", { timeout: 60_000 }, () => {
+    it("falls back to synthetic:maple-tiny with a plain warning; /health and /v1/models say it is synthetic", async () => {
+        const tempRoot = await mkdtemp(join(tmpdir(), "maple-fallback-test-"));
+        const restoreEnv = useFakeHubEnvironment(`http://127.0.0.1:${await freePort()}/`, tempRoot);
+        let log = "";
+        const logStream = new Writable({
+            write(chunk: Buffer, _encoding, callback) {
+                log += chunk.toString();
+                callback();
+            }
+        });
+        try {
+            await ensureSyntheticModel("maple-tiny", testModelsDir);
+            const server = await startTestServer({ model: undefined, logLevel: "warn" }, { logStream });
+            try {
+                const health = await (await server.request("/health")).json() as { model_path: string; synthetic: boolean };
+                assert.equal(health.model_path, "synthetic:maple-tiny");
+                assert.equal(health.synthetic, true);
+                const models = await (await server.request("/v1/models")).json() as { data: { synthetic: boolean }[] };
+                assert.equal(models.data[0]!.synthetic, true);
+                assert.match(log, /Cannot reach http:\/\/127\.0\.0\.1:\d+ for hf:deepgrove\/maple-preview-GGUF\/maple-preview-TQ2_0-head-Q4_K\.gguf: ECONNREFUSED/);
+                assert.match(log, /RANDOM WEIGHTS, its answers are meaningless/);
+                assert.match(log, /model ready: SYNTHETIC, random weights/);
+
+                // a prompt over the slot's context names the setting to raise
+                const response = await server.post("/v1/completions", { prompt: "word ".repeat(1100), max_tokens: 1 });
+                assert.equal(response.status, 400);
+                const body = await response.json() as { error: { code: string; message: string } };
+                assert.equal(body.error.code, "context_length_exceeded");
+                assert.match(body.error.message, /MAPLE_CONTEXT_SIZE \(--context-size, per slot/);
+            } finally {
+                await server.close();
+            }
+        } finally {
+            restoreEnv();
+            await rm(tempRoot, { recursive: true, force: true });
+        }
     });
 });

@@ -147,6 +147,58 @@ describe("logprobs", () => {
         assert.deepEqual(merged, logprobs);
     });
 
+    it("a stop string cuts the logprobs with the text: a token is reported when any of its text is returned", async () => {
+        // "hello" " world" " again" as three tokens (biased up, within the grammar); "o w" cuts after "hell":
+        // "hello" straddles the cut and stays, " world" starts past it and goes, in every shape.
+        const forced = { grammar: "root ::= \"hello world again\"", logit_bias: { 14990: 100, 1879: 100, 1549: 100 }, stop: ["o w"], temperature: 0 };
+        const chat = { messages, max_tokens: 8, logprobs: true, top_logprobs: 1, ...noThinking, ...forced };
+        const whole = await post<ChatCompletion>("/v1/chat/completions", chat);
+        assert.equal(whole.choices[0]!.message.content, "hell");
+        assert.deepEqual(whole.choices[0]!.logprobs!.content.map((entry) => entry.token), ["hello"]);
+        const chunks = (await readSse(await server.post("/v1/chat/completions", { ...chat, stream: true }))).filter((event): event is ChatChunk => event !== "[DONE]");
+        assert.deepEqual(chunks.flatMap((chunk) => chunk.choices[0]?.logprobs?.content ?? []).map((entry) => entry.token), ["hello"]);
+
+        const completion = await post<Completion>("/v1/completions", { prompt: "x", max_tokens: 8, logprobs: 1, ...forced });
+        assert.equal(completion.choices[0]!.text, "hell");
+        assert.deepEqual(completion.choices[0]!.logprobs!.tokens, ["hello"]);
+        assert.deepEqual(completion.choices[0]!.logprobs!.text_offset, [0]);
+        const streamed = (await readSse(await server.post("/v1/completions", { prompt: "x", max_tokens: 8, logprobs: 1, stream: true, ...forced })))
+            .filter((event): event is Completion => event !== "[DONE]").flatMap((chunk) => chunk.choices[0]?.logprobs?.tokens ?? []);
+        assert.deepEqual(streamed, ["hello"]);
+    });
+
+    it("a stop string cuts the logprobs with the text, however the model split it into tokens (issue's example)", async () => {
+        /** The returned text is covered by the reported tokens, and none of them starts past its end. */
+        const assertLinedUp = (text: string, tokens: Buffer[], where: string): void => {
+            const kept = Buffer.from(text);
+            const joined = Buffer.concat(tokens);
+            assert.ok(joined.subarray(0, kept.length).equals(kept), `${where}: tokens ${JSON.stringify(joined.toString())} cover ${JSON.stringify(text)}`);
+            assert.ok(joined.length - (tokens.at(-1)?.length ?? 0) < kept.length, `${where}: no token starts past ${JSON.stringify(text)}`);
+        };
+        const cut = { grammar: "root ::= \"hello,world,again\"", stop: ["world"], temperature: 0 };
+        const chat = { messages, max_tokens: 24, logprobs: true, ...noThinking, ...cut };
+        await reset();
+        const whole = await post<ChatCompletion>("/v1/chat/completions", chat);
+        assert.equal(whole.choices[0]!.message.content, "hello,");
+        const entries = whole.choices[0]!.logprobs!.content;
+        assertLinedUp("hello,", entries.map((entry) => Buffer.from(entry.bytes)), "chat");
+        await reset();
+        const chunks = (await readSse(await server.post("/v1/chat/completions", { ...chat, stream: true }))).filter((event): event is ChatChunk => event !== "[DONE]");
+        assert.deepEqual(chunks.flatMap((chunk) => chunk.choices[0]?.logprobs?.content ?? []), entries);
+
+        const body = { prompt: "x", max_tokens: 24, logprobs: 2, ...cut };
+        await reset();
+        const completion = await post<Completion>("/v1/completions", body);
+        const choice = completion.choices[0]!;
+        assert.equal(choice.text, "hello,");
+        assertLinedUp("hello,", choice.logprobs!.tokens.map((token) => Buffer.from(token)), "completions");
+        assert.ok(choice.logprobs!.text_offset.every((offset) => offset < [...choice.text].length), String(choice.logprobs!.text_offset));
+        await reset();
+        const streamed = (await readSse(await server.post("/v1/completions", { ...body, stream: true }))).filter((event): event is Completion => event !== "[DONE]");
+        assert.deepEqual(streamed.flatMap((chunk) => chunk.choices[0]?.logprobs?.text_offset ?? []), choice.logprobs!.text_offset);
+        assert.deepEqual(streamed.flatMap((chunk) => chunk.choices[0]?.logprobs?.tokens ?? []), choice.logprobs!.tokens);
+    });
+
     it("refuses out-of-range values (400)", async () => {
         const cases: [string, Record<string, unknown>, string][] = [
             ["/v1/chat/completions", { messages, logprobs: true, top_logprobs: 21 }, "top_logprobs"],

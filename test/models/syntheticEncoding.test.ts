@@ -108,6 +108,32 @@ describe("tensorDataChunks", () => {
         });
     }
 
+    it("writes Q4_K blocks as llama.cpp's dequantize_row_q4_K reads them, zero-mean with the requested spread", () => {
+        const bytes = concat(tensorDataChunks(plan(GgmlType.Q4_K, [2048, 16]), "s"));
+        assert.equal(bytes.length, 128 * 144);
+        const values: number[] = [];
+        for (let start = 0; start < bytes.length; start += 144) {
+            const block = bytes.subarray(start, start + 144);
+            const d = float16BitsToFloat32((block[0] ?? 0) | ((block[1] ?? 0) << 8));
+            const dmin = float16BitsToFloat32((block[2] ?? 0) | ((block[3] ?? 0) << 8));
+            const scales = block.subarray(4, 16);
+            // get_scale_min_k4 (ggml-quants.c)
+            const scaleMin = (j: number): [number, number] => (j < 4
+                ? [(scales[j] ?? 0) & 63, (scales[j + 4] ?? 0) & 63]
+                : [((scales[j + 4] ?? 0) & 0xf) | (((scales[j - 4] ?? 0) >> 6) << 4), ((scales[j + 4] ?? 0) >> 4) | (((scales[j] ?? 0) >> 6) << 4)]);
+            const quants = block.subarray(16);
+            for (let group = 0; group < 4; group++) {
+                const [lowScale, lowMin] = scaleMin(2 * group);
+                const [highScale, highMin] = scaleMin(2 * group + 1);
+                for (let l = 0; l < 32; l++) values.push(d * lowScale * ((quants[32 * group + l] ?? 0) & 0xf) - dmin * lowMin);
+                for (let l = 0; l < 32; l++) values.push(d * highScale * ((quants[32 * group + l] ?? 0) >> 4) - dmin * highMin);
+            }
+        }
+        const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
+        assert.ok(Math.abs(mean) < std * 0.05, `mean ${mean}`);
+        assert.ok(Math.abs(standardDeviation(values) / std - 1) < 0.05, `std ${standardDeviation(values)}`);
+    });
+
     it("keeps Q8_0 quants within llama.cpp's [-127, 127]", () => {
         const bytes = concat(tensorDataChunks(plan(GgmlType.Q8_0, [1024, 256]), "s"));
         let minusOneTwentySeven = 0;

@@ -2,8 +2,9 @@ import type { FastifyInstance } from "fastify";
 import type { RouteContext } from "./routeContext.js";
 
 /**
- * GET /health: open even with MAPLE_API_KEY, so orchestrators can probe it. 200 when the model
- * is ready, 503 while it loads or after it failed (a readiness probe's reading).
+ * GET /health, the readiness answer: open even with MAPLE_API_KEY, so orchestrators and balancers
+ * can probe it. 200 when the model is ready; 503 while it loads, after it failed, and while the
+ * server drains on SIGTERM (requests are still served then, but a balancer should stop sending).
  */
 export function healthRoute(app: FastifyInstance, context: RouteContext): void {
     app.get("/health", async (_request, reply) => {
@@ -16,6 +17,13 @@ export function healthRoute(app: FastifyInstance, context: RouteContext): void {
             return reply.code(503).send({ status: "error", ...common, error: "the model failed to load; see the server log" });
         }
         const { engine, scheduler } = state;
+        const draining = context.host.draining;
+        if (draining !== undefined) {
+            return reply.code(503).send({
+                status: "draining", ...common, draining_seconds: (Date.now() - draining) / 1000,
+                queue_depth: scheduler.queueDepth, active: scheduler.active
+            });
+        }
         return {
             status: "ok",
             ...common,

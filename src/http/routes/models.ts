@@ -15,7 +15,9 @@ export function modelsRoute(app: FastifyInstance, context: RouteContext): void {
             created: context.createdAt,
             owned_by: ownedBy,
             // llama-server and vLLM both report the context length here; clients such as Open WebUI read it.
-            max_model_len: engine.runtime.contextSize
+            max_model_len: engine.runtime.contextSize,
+            // random weights (a synthetic model, e.g. the offline fallback): its answers mean nothing
+            synthetic: engine.model.synthetic
         };
     };
 

@@ -8,6 +8,7 @@ export enum GgmlType {
     F16 = 1,
     Q4_0 = 2,
     Q8_0 = 8,
+    Q4_K = 12,
     TQ2_0 = 35
 }
 
@@ -25,6 +26,9 @@ const blockGeometry: Readonly<Record<GgmlType, BlockGeometry>> = {
     [GgmlType.Q4_0]: { valuesPerBlock: 32, bytesPerBlock: 18 },
     // block_q8_0: fp16 scale, then 32 int8
     [GgmlType.Q8_0]: { valuesPerBlock: 32, bytesPerBlock: 34 },
+    // block_q4_K: fp16 super-scale d, fp16 super-min dmin, 12 bytes of packed 6-bit sub-block
+    // scales and mins (8 sub-blocks of 32), then 128 bytes of nibbles (QK_K = 256)
+    [GgmlType.Q4_K]: { valuesPerBlock: 256, bytesPerBlock: 144 },
     // block_tq2_0: 64 bytes of 2-bit values, then the fp16 scale (QK_K = 256)
     [GgmlType.TQ2_0]: { valuesPerBlock: 256, bytesPerBlock: 66 }
 };

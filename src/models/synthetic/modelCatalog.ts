@@ -1,7 +1,12 @@
 import { GgmlType } from "./ggmlTypes.js";
 import type { MapleModelSpec, Qwen3ModelSpec, SyntheticModelSpec } from "./modelSpec.js";
 
-/** three sliding-window layers, then one global layer, repeated */
+/**
+ * Three sliding-window layers, then one global layer, repeated (3:1). llama.cpp's maple loader
+ * reads `maple.attention.sliding_window_pattern` as one entry per layer (`get_arr` into
+ * `is_swa_impl`, a bool/u32/i32 array, non-zero = sliding window with RoPE); a scalar period,
+ * as some other architectures take, is refused with "array key not found".
+ */
 const slidingPattern = (blocks: number): boolean[] => Array.from({ length: blocks }, (_, block) => block % 4 !== 3);
 
 /**
@@ -31,32 +36,39 @@ const mapleTiny: MapleModelSpec = {
 };
 
 /**
- * deepgrove/maple-preview's shape, for benchmarks. llama.cpp fixes only some of it (24 layers =
- * its "20B" size class, untied output, SwiGLU clamp 7.0, NoPE on global layers); its sources
- * give no hidden sizes, so these are chosen to land on ~20B total / ~1B active parameters:
- *   experts   24 layers × 256 × 3 × 2048 × 512          = 19.33B  (TQ2_0: ≈4.98 GB)
- *   attention 24 × (2·2048·2048 + 2·2048·512)          =  0.25B  (Q8_0)
+ * deepgrove/maple-preview's layout, for benchmarks: the official `maple-preview-TQ2_0-head-Q4_K.gguf`
+ * as far as it is publicly known (docs/models.md): 24 layers, 256 experts with 8 active and no
+ * shared expert, per-head Q/K RMS norm, sliding window 512 on 3 of every 4 layers, 131,072-token
+ * training context; ternary TQ2_0 attention projections and experts (168 tensors), F32 norms
+ * and routers (121), Q4_K token embeddings and output head (untied).
+ * Hidden sizes are not published; these are chosen to land on ~20B total / ~1B active:
+ *   experts   24 layers × 256 × 3 × 2048 × 512          = 19.33B  (TQ2_0)
+ *   attention 24 × (2·2048·2048 + 2·2048·512)          =  0.25B  (TQ2_0)
  *   router    24 × 2048 × 256                          =  0.01B  (F32)
- *   vocab     2 × 151,936 × 2048                       =  0.62B  (Q8_0)
+ *   vocab     2 × 151,936 × 2048                       =  0.62B  (Q4_K)
  *   total ≈ 20.2B; active per token ≈ 0.25B + 8/256 of the experts (0.60B) + output 0.31B ≈ 1.2B.
- * File ≈ 5.96 GB. 16 query heads / 4 KV heads of 128, window 4096 and the 3:1 sliding/global
- * pattern are typical choices for a model of this size, not documented values.
+ * The ternary part, 19,579,011,072 values, is exactly what the two official files' size
+ * difference implies (TQ2_0 and TQ1_0 differ by 12 bytes per 256 ternary values:
+ * 917,766,144 bytes). File ≈ 5.45 GB against the official 5.90 GB: the rest is the official
+ * vocabulary (and tokenizer), which is not Qwen3's and not public; this twin keeps Qwen3's.
+ * 16 query heads / 4 KV heads of 128 are a typical choice at this width, not a documented one.
  */
 const maplePreview: MapleModelSpec = {
     architecture: "maple",
     name: "maple-preview",
-    version: 2,
+    // v3: the official file's layout (TQ2_0 attention, Q4_K vocabulary, window 512, 128K context)
+    version: 3,
     displayName: "maple-preview (synthetic, random weights)",
-    contextLength: 32_768,
+    contextLength: 131_072,
     embeddingLength: 2048,
     blockCount: 24,
     rmsNormEps: 1e-6,
     attention: { headCount: 16, headCountKv: 4, headDim: 128, ropeFreqBase: 1_000_000 },
     tiedEmbeddings: false,
-    embeddingType: GgmlType.Q8_0,
-    attentionType: GgmlType.Q8_0,
+    embeddingType: GgmlType.Q4_K,
+    attentionType: GgmlType.TQ2_0,
     experts: { count: 256, usedCount: 8, feedForwardLength: 512, type: GgmlType.TQ2_0 },
-    slidingWindow: 4096,
+    slidingWindow: 512,
     slidingWindowPattern: slidingPattern(24),
     swigluClamp: 7
 };

@@ -49,15 +49,17 @@ function blockEncoder(type: GgmlType, init: TensorInit): BlockEncoder {
             };
         case GgmlType.Q8_0: {
             // int8 quants uniform over [-127, 127] (-128 folded onto -127) have a std of ~73.6
-            const encode = scaledRandomBlocks(type, 0, float32ToFloat16Bits(std / 73.6));
+            const encode = fixedBytesInRandomBlocks(type, 0, float16Bytes(std / 73.6));
             return (blocks, random) => encode(blocks, random, avoidMinus128);
         }
         case GgmlType.Q4_0:
             // 4-bit quants (q - 8) uniform over [-8, 7] have a standard deviation of ~4.61
-            return scaledRandomBlocks(type, 0, float32ToFloat16Bits(std / 4.61));
+            return fixedBytesInRandomBlocks(type, 0, float16Bytes(std / 4.61));
+        case GgmlType.Q4_K:
+            return fixedBytesInRandomBlocks(type, 0, q4KBlockHeader(std));
         case GgmlType.TQ2_0: {
             // after ternarize(), values are -d, 0, +d with probabilities 1/4, 1/2, 1/4: std = d/√2
-            const encode = scaledRandomBlocks(type, 64, float32ToFloat16Bits(std * Math.SQRT2));
+            const encode = fixedBytesInRandomBlocks(type, 64, float16Bytes(std * Math.SQRT2));
             return (blocks, random) => encode(blocks, random, ternarize);
         }
     }
@@ -76,22 +78,42 @@ function uniformFloats(values: number, std: number, random: SeededRandomBytes): 
 }
 
 /**
- * Quantized blocks whose quants are the raw random bytes and whose fp16 scale, at
- * `scaleOffset` inside each block, is `scaleBits`. `adjust` may reshape the random bytes first.
+ * Quantized blocks whose quants are the raw random bytes and whose scale fields, `fixed` at
+ * `fixedOffset` inside each block, are the same in every block. `adjust` may reshape the random
+ * bytes first.
  */
-function scaledRandomBlocks(type: GgmlType, scaleOffset: number, scaleBits: number) {
+function fixedBytesInRandomBlocks(type: GgmlType, fixedOffset: number, fixed: Uint8Array) {
     const { bytesPerBlock } = ggmlBlockGeometry(type);
-    const low = scaleBits & 0xff;
-    const high = scaleBits >>> 8;
     return (blocks: number, random: SeededRandomBytes, adjust?: (bytes: Uint8Array) => void): Uint8Array => {
         const bytes = random.next(blocks * bytesPerBlock);
         adjust?.(bytes);
-        for (let offset = scaleOffset; offset < bytes.length; offset += bytesPerBlock) {
-            bytes[offset] = low;
-            bytes[offset + 1] = high;
-        }
+        for (let offset = fixedOffset; offset < bytes.length; offset += bytesPerBlock) bytes.set(fixed, offset);
         return bytes;
     };
+}
+
+/** An fp16 value as its two little-endian bytes. */
+function float16Bytes(value: number): Uint8Array {
+    const bits = float32ToFloat16Bits(value);
+    return Uint8Array.of(bits & 0xff, bits >>> 8);
+}
+
+/**
+ * The first 16 bytes of every Q4_K block (ggml-common.h block_q4_K): d, dmin, then the 6-bit
+ * scale and min of each of the 8 sub-blocks, packed as get_scale_min_k4 reads them. Every
+ * sub-block gets scale 1 and min 1, so a value is d·q − dmin; with dmin = 7.5·d that is
+ * d·(q − 7.5), zero-mean, and 4-bit quants uniform over [0, 15] have a std of ~4.61.
+ */
+function q4KBlockHeader(std: number): Uint8Array {
+    const d = std / 4.61;
+    const header = new Uint8Array(16);
+    header.set(float16Bytes(d), 0);
+    header.set(float16Bytes(7.5 * d), 2);
+    // sub-blocks 0-3: low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7: the
+    // nibbles of bytes 8-11 (scale low, min high), whose top bits (from bytes 0-7) are 0
+    header.fill(1, 4, 12);
+    header.fill(0x11, 12, 16);
+    return header;
 }
 
 /**

@@ -7,6 +7,10 @@ export function promptTokenLimit(engine: Engine, maxPromptTokens: number | undef
     return Math.min(maxPromptTokens ?? contextLimit, contextLimit);
 }
 
+/** What a client whose prompt is too long can ask the server's operator for. */
+const raiseLimitHint = "Shorten it, or start Maple with a larger MAPLE_CONTEXT_SIZE (--context-size, per slot; "
+    + "or MAPLE_MAX_PROMPT_TOKENS, when that is set lower).";
+
 /**
  * Characters per token beyond which a prompt is over its token limit without tokenizing it. Real
  * text averages 3–5; llama.cpp's tokenizer blocks the event loop for time quadratic in the number
@@ -19,13 +23,13 @@ const maxCharactersPerToken = 32;
 export function checkPromptCharacters(text: string, limit: number, param: string): void {
     if (text.length > limit * maxCharactersPerToken) {
         throw new ContextLengthExceededError(
-            `This model's maximum prompt length is ${limit} tokens; your prompt has ${text.length} characters, far more than that. Shorten it.`, param);
+            `This model's maximum prompt length is ${limit} tokens; your prompt has ${text.length} characters, far more than that. ${raiseLimitHint}`, param);
     }
 }
 
 /**
  * Tokenizes prompt text as llama-server does (special tokens in the text are parsed, BOS added
- * when the model wants one), then checks it against the prompt limit: 400 context_length_exceeded.
+ * when the model wants one), then checks it against the prompt limit (context_length_exceeded).
  */
 export function tokenizePrompt(engine: Engine, text: string, limit: number, param: string): number[] {
     checkPromptCharacters(text, limit, param);
@@ -48,11 +52,18 @@ export function checkPromptTokenIds(engine: Engine, tokens: readonly number[], p
 export function checkPromptLength(tokens: readonly number[], limit: number, param: string): void {
     if (tokens.length > limit) {
         throw new ContextLengthExceededError(
-            `This model's maximum prompt length is ${limit} tokens; your prompt has ${tokens.length} tokens. Shorten it.`, param);
+            `This model's maximum prompt length is ${limit} tokens; your prompt has ${tokens.length} tokens. ${raiseLimitHint}`, param);
     }
 }
 
-/** `logit_bias` keys are token ids: each must be in the vocabulary (400 naming `logit_bias`). */
+/** n > 1 choices run side by side, one slot each: more than the server's slots is an invalid request naming `n`. */
+export function checkChoiceCount(n: number, slots: number): void {
+    if (n > slots) {
+        throw new InvalidRequestError(`n is ${n}, but this server generates at most ${slots} choices at once (MAPLE_PARALLEL slots).`, "n");
+    }
+}
+
+/** `logit_bias` keys are token ids: each must be in the vocabulary (an invalid request naming `logit_bias`). */
 export function checkLogitBias(engine: Pick<Engine, "isValidToken" | "model">, sampling: SamplingOptions): void {
     for (const token of sampling.logitBias?.keys() ?? []) {
         if (!engine.isValidToken(token)) {

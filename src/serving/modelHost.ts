@@ -1,19 +1,16 @@
 import { ModelLoadingError, ServerError } from "../errors.js";
-import type { ChatTemplateSource } from "../chat/chatPrompt.js";
-import type { Engine } from "../engine/types.js";
-import type { Scheduler } from "../scheduler/scheduler.js";
+import type { ServingModel } from "../conversation/index.js";
 
-export interface ReadyModel {
-    engine: Engine;
-    scheduler: Scheduler;
+/** A loaded model as the generation core serves it (its chat template: --chat-template, else the GGUF's own, else ChatML), and where it came from. */
+export interface ReadyModel extends ServingModel {
     /** What was asked for, as /health reports it in `model_path`. */
     source: string;
-    /** The chat template in force: --chat-template, else the GGUF's own, else ChatML. */
-    chatTemplate: ChatTemplateSource;
+    /** OpenAI's `system_fingerprint` of this version, model file and engine build (see server/systemFingerprint.ts). */
+    systemFingerprint: string;
 }
 
 export type ModelState =
-    | { status: "loading"; stage: "resolving" | "downloading" | "writing" | "loading"; progress: number | undefined }
+    | { status: "loading"; stage: "resolving" | "downloading" | "verifying" | "writing" | "loading"; progress: number | undefined }
     | ({ status: "ready" } & ReadyModel)
     | { status: "failed"; error: Error };
 
@@ -23,6 +20,7 @@ export type ModelState =
  */
 export class ModelHost {
     private current: ModelState = { status: "loading", stage: "resolving", progress: undefined };
+    private drainingSince: number | undefined;
 
     get state(): ModelState {
         return this.current;
@@ -38,6 +36,19 @@ export class ModelHost {
 
     setFailed(error: Error): void {
         this.current = { status: "failed", error };
+    }
+
+    /**
+     * The server is shutting down: /health answers 503 from now on so balancers stop sending,
+     * while requests that still arrive are served as before.
+     */
+    startDraining(): void {
+        this.drainingSince ??= Date.now();
+    }
+
+    /** Since when (epoch ms) the server has been draining, or undefined. */
+    get draining(): number | undefined {
+        return this.drainingSince;
     }
 
     /** The engine and scheduler, or the 503 (loading) / 500 (failed) a route answers instead. */
