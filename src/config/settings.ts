@@ -32,6 +32,8 @@ export interface MapleConfig {
     shutdownGraceSeconds: number;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
+    /** Serve the built-in web chat at / (default true). */
+    webUi: boolean;
 }
 
 type Parser<T> = (raw: string) => T;
@@ -164,7 +166,9 @@ export const settings = [
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,
-        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean })
+        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean }),
+    define({ key: "webUi", flag: "webui", env: "MAPLE_WEBUI", valueName: "BOOL", defaultValue: () => true,
+        help: "Serve the built-in web chat at / (false: the API only)", parse: boolean })
 ] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];
 
 /**

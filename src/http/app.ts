@@ -15,6 +15,7 @@ import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
+import { webUiPaths, webUiRoute } from "./routes/webUi.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -25,9 +26,9 @@ export interface AppOptions {
     shutdownSignal: AbortSignal;
 }
 
-/** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC). */
+/** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC), and the web chat's page, which asks for the key itself. */
 function openRoutes(config: MapleConfig): Set<string> {
-    return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : [])]);
+    return new Set(["/health", ...(config.metricsPublic ? ["/metrics"] : []), ...webUiPaths(config)]);
 }
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
@@ -122,5 +123,6 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);
+    webUiRoute(app, context);
     return app;
 }
