@@ -23,15 +23,14 @@ const slow = { timeout: 120_000 };
 
 const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 // Long enough to stream over many frames, so the page draws the open Thinking block before the answer.
-const reasoning = "The user wants a list and some code. A list needs two items, one of them in bold; "
-    + "the code should be short JavaScript that prints a number. I will write the list first, then the code block.";
+const reasoning = "The user wants a list and some code: two items, one in bold, then short JavaScript that prints a number.";
 const markdownAnswer = "Here is a list:\n\n- first item\n- **second** item\n\n```js\nconst answer = 42;\nconsole.log(answer);\n```\n";
 const knownOutput = exact(`${reasoning}\n</think>\n\n${markdownAnswer}`);
 /** Reasoning long enough that Stop lands while it streams (llama.cpp refuses more than 2000 repetitions). */
 const longThinking = "root ::= \"Thinking it over:\" \" step\"{1500} \"\\n</think>\\n\\nnever reached\"";
-const xssPayload = "<img src=x onerror=\"window.__pwned='img';alert('img')\"> <script>window.__pwned='script';alert('script')</script>"
-    + " <a href=\"javascript:window.__pwned='link'\">click</a> <svg onload=\"window.__pwned='svg'\"></svg>";
-const xssOutput = exact(`Reasoning with ${xssPayload}\n</think>\n\nAnswer with ${xssPayload} **still rendered**`);
+const xssPayload = "<img src=x onerror=\"window.__pwned='img';alert('img')\"><script>window.__pwned='script';alert('script')</script>"
+    + "<a href=\"javascript:window.__pwned='link'\">click</a><svg onload=\"window.__pwned='svg'\"></svg>";
+const xssOutput = exact(`Reasoning <script>alert('thinking')</script>\n</think>\n\nAnswer ${xssPayload} **still rendered**`);
 
 interface PageWatch {
     dialogs: string[];
@@ -141,8 +140,16 @@ describe("the web chat in Chromium", () => {
         if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true });
     });
 
-    it("shows the model and its context size from the API", async () => {
+    it("shows the model and its context size from the API; the settings dialog closes with Escape", async () => {
         await assert.doesNotReject(page.locator(".model-line", { hasText: "maple-preview · 1,024 ctx" }).waitFor());
+        await screenshot(page, "empty");
+        const dialog = await openSettings(page);
+        await dialog.getByLabel("Extra request fields").fill("{not json");
+        await dialog.locator(".field-error", { hasText: "not valid JSON" }).waitFor();
+        assert.equal(await dialog.getByRole("button", { name: "Save" }).isDisabled(), true);
+        await screenshot(page, "settings");
+        await page.keyboard.press("Escape");
+        await dialog.waitFor({ state: "hidden" });
     });
 
     it("asks for the API key on a 401, then streams the thinking, collapses it and renders the Markdown answer", async () => {
@@ -249,10 +256,12 @@ describe("the web chat in Chromium", () => {
         const turn = await waitForAnswer(page);
         // Rendered, but defused: the sanitizer removed the handlers and the script.
         assert.equal(await turn.locator(".markdown strong").innerText(), "still rendered");
-        assert.equal(await turn.locator("script, [onerror], [onload], a[href^='javascript']").count(), 0);
+        assert.equal(await turn.locator(".markdown").locator("script, img, svg, [onerror], [onload], a[href^='javascript']").count(), 0);
+        assert.equal(await turn.locator("script, [onerror], [onload]").count(), 0);
+        assert.equal(await turn.locator(".markdown a", { hasText: "click" }).count(), 1, "the link's text stays");
         // The reasoning is shown as text, markup and all.
         await turn.locator(".thinking summary").click();
-        assert.match(await turn.locator(".thinking-text").innerText(), /<script>window\.__pwned='script'/);
+        assert.equal(await turn.locator(".thinking-text").innerText(), "Reasoning <script>alert('thinking')</script>");
         assert.equal(await page.evaluate("window.__pwned"), undefined, "no payload ran");
         assert.deepEqual(watch.dialogs, [], "no dialog opened");
         // DOMPurify parses the reply in an inert document, where Chromium already reports the inline
@@ -283,6 +292,51 @@ describe("the web chat in Chromium", () => {
         }
         await lastAssistant(page).locator(".markdown", { hasText: "Served after the wait." }).waitFor(slow);
         assert.equal(await lastAssistant(page).locator(".notice").count(), 0);
+    });
+
+    it("sends the settings: system prompt, temperature, top_p, max tokens, thinking off, extra fields", async () => {
+        const dialog = await openSettings(page);
+        await dialog.getByLabel("System prompt").fill("You are terse.");
+        await dialog.getByLabel("Temperature").fill("0.3");
+        await dialog.getByLabel("top_p").fill("0.9");
+        await dialog.getByLabel("Max tokens").fill("60");
+        await dialog.getByLabel(/^Thinking/).uncheck();
+        await dialog.getByLabel("Extra request fields").fill(JSON.stringify({ grammar: exact("Straight to the answer."), seed: 7 }));
+        await dialog.getByRole("button", { name: "Save" }).click();
+        const sent = page.waitForRequest((request) => request.url().endsWith("/v1/chat/completions"));
+        await send(page, "No thinking please");
+        const body = (await sent).postDataJSON() as Record<string, unknown>;
+        assert.deepEqual({ ...body, messages: (body.messages as unknown[]).slice(0, 1) }, {
+            model: "maple-preview",
+            messages: [{ role: "system", content: "You are terse." }],
+            stream: true,
+            stream_options: { include_usage: true },
+            temperature: 0.3,
+            top_p: 0.9,
+            max_tokens: 60,
+            chat_template_kwargs: { enable_thinking: false },
+            grammar: exact("Straight to the answer."),
+            seed: 7
+        });
+        const turn = await waitForAnswer(page);
+        assert.equal(await turn.locator(".markdown").innerText(), "Straight to the answer.");
+        assert.equal(await turn.locator(".thinking").count(), 0, "no Thinking block with thinking off");
+    });
+
+    it("keeps the partial answer and says so when the connection drops mid-stream, or the server cannot be reached", async () => {
+        // The network is what fails here, not Maple: the browser's view of a stream cut short.
+        const chunk = { id: "x", object: "chat.completion.chunk", created: 0, model: "maple-preview", choices: [{ index: 0, delta: { content: "Partial ans" }, finish_reason: null }] };
+        await page.route("**/v1/chat/completions", (route) => route.fulfill({ status: 200, contentType: "text/event-stream", body: `data: ${JSON.stringify(chunk)}\n\n` }), { times: 1 });
+        await lastAssistant(page).getByRole("button", { name: "Regenerate" }).click();
+        const error = lastAssistant(page).locator(".notice.error");
+        await error.waitFor(slow);
+        assert.equal(await error.innerText(), "The connection dropped before the answer finished.");
+        assert.equal(await lastAssistant(page).locator(".markdown").innerText(), "Partial ans");
+
+        await page.route("**/v1/chat/completions", (route) => route.abort("connectionrefused"), { times: 1 });
+        await lastAssistant(page).getByRole("button", { name: "Regenerate" }).click();
+        await lastAssistant(page).locator(".notice.error", { hasText: "Cannot reach the server" }).waitFor(slow);
+        await screenshot(page, "connection-lost");
     });
 
     it("looks right in dark mode and at phone width (screenshots)", async () => {

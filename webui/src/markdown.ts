@@ -47,7 +47,10 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 });
 
 const sanitizeOptions = {
-    FORBID_TAGS: ["style", "form", "input", "textarea", "select", "dialog"],
+    // HTML only (no SVG or MathML). No images: with no network at run time none could load, and a
+    // same-origin one is only a request the model chose.
+    USE_PROFILES: { html: true },
+    FORBID_TAGS: ["img", "style", "form", "input", "textarea", "select", "dialog"],
     FORBID_ATTR: ["style", "autofocus"],
     RETURN_TRUSTED_TYPE: true as const
 };
