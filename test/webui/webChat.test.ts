@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -337,6 +337,31 @@ describe("the web chat in Chromium", () => {
         await lastAssistant(page).getByRole("button", { name: "Regenerate" }).click();
         await lastAssistant(page).locator(".notice.error", { hasText: "Cannot reach the server" }).waitFor(slow);
         await screenshot(page, "connection-lost");
+    });
+
+    it("exports the conversations as JSON, deletes one, and imports it back", async () => {
+        const titles = async (): Promise<string[]> => (await page.locator(".conversation-title").allInnerTexts()).sort();
+        const before = await titles();
+        assert.equal(before.length, 2);
+        const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export" }).click()]);
+        const exported = join(profileDir, "export.json");
+        await download.saveAs(exported);
+        const file = JSON.parse(readFileSync(exported, "utf8")) as { format: string; conversations: { title: string; turns: unknown[] }[] };
+        assert.equal(file.format, "maple-webui-conversations");
+        assert.deepEqual(file.conversations.map((conversation) => conversation.title).sort(), before);
+
+        await page.getByRole("button", { name: "Delete Lists and code" }).click();
+        await page.getByRole("group", { name: "Delete Lists and code?" }).getByRole("button", { name: "Delete" }).click();
+        await page.locator(".conversation-title", { hasText: "Lists and code" }).waitFor({ state: "detached" });
+        await page.reload();
+        await page.locator(".conversation-title").first().waitFor();
+        assert.equal((await titles()).includes("Lists and code"), false, "deleted for good");
+
+        await page.getByLabel("Import conversations").setInputFiles(exported);
+        await page.locator(".banner", { hasText: "Imported 2 chats." }).waitFor();
+        assert.deepEqual(await titles(), before);
+        await page.locator(".conversation-title", { hasText: "Lists and code" }).click();
+        assert.deepEqual(await page.locator(".turn.user .bubble").allInnerTexts(), ["Show me a list and some code", "An edited question"]);
     });
 
     it("looks right in dark mode and at phone width (screenshots)", async () => {

@@ -6,14 +6,14 @@ import { Icon } from "./icons.js";
 import { Markdown } from "./Markdown.js";
 import { Thinking } from "./Thinking.js";
 
-function formatStats(stats: Stats): string {
+function statsParts(stats: Stats): string[] {
     const parts = [
         stats.tokensPerSecond !== undefined ? `${stats.tokensPerSecond.toFixed(1)} tok/s` : undefined,
         `TTFT ${stats.timeToFirstTokenMs < 1000 ? `${Math.round(stats.timeToFirstTokenMs)} ms` : `${(stats.timeToFirstTokenMs / 1000).toFixed(2)} s`}`,
         `${stats.completionTokens} tokens${stats.reasoningTokens ? ` (${stats.reasoningTokens} thinking)` : ""}`,
         `prompt ${stats.promptTokens}`
     ];
-    return parts.filter((part) => part !== undefined).join(" · ");
+    return parts.filter((part) => part !== undefined);
 }
 
 interface UserTurnProps {
@@ -107,7 +107,7 @@ export function AssistantTurnView({ turn, progress, isLast, busy, onRegenerate, 
             )}
             {progress === undefined && (
                 <footer class="turn-footer">
-                    {turn.stats !== undefined && <span class="stats">{formatStats(turn.stats)}</span>}
+                    {turn.stats !== undefined && <span class="stats">{statsParts(turn.stats).map((part, index) => <span key={part}>{index > 0 ? " · " : ""}{part}</span>)}</span>}
                     {isLast && (
                         <button type="button" class="icon-button" title="Regenerate" aria-label="Regenerate" disabled={busy} onClick={onRegenerate}>
                             <Icon name="retry" />
