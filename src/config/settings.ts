@@ -36,6 +36,8 @@ export interface MapleConfig {
     replicaId: string | undefined;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
+    /** Serve the built-in web chat at / (default true). */
+    webUi: boolean;
 }
 
 type Parser<T> = (raw: string) => T;
@@ -176,7 +178,9 @@ export const settings = [
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,
-        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean })
+        help: "Log prompt and completion text at debug level (off: logs never contain them)", parse: boolean }),
+    define({ key: "webUi", flag: "webui", env: "MAPLE_WEBUI", valueName: "BOOL", defaultValue: () => true,
+        help: "Serve the built-in web chat at / (false: the API only)", parse: boolean })
 ] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];
 
 /**
