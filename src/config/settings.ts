@@ -40,6 +40,8 @@ export interface MapleConfig {
     cacheRamMiB: number | undefined;
     cacheDir: string | undefined;
     cacheDiskMiB: number;
+    /** Serve the built-in web chat at / (default true). */
+    webUi: boolean;
 }
 
 type Parser<T> = (raw: string) => T;
@@ -199,7 +201,9 @@ export const settings = [
     define({ key: "cacheDir", flag: "cache-dir", env: "MAPLE_CACHE_DIR", valueName: "DIR", defaultValue: () => undefined,
         defaultText: "none (no disk tier)", help: "Prompt cache on disk, kept across restarts (entries keyed by the model file)", parse: nonEmpty }),
     define({ key: "cacheDiskMiB", flag: "cache-disk", env: "MAPLE_CACHE_DISK", valueName: "MIB", defaultValue: () => 8192,
-        help: "Bound of the disk prompt cache in MAPLE_CACHE_DIR (0 disables it)", parse: integer(0, 1 << 30) })
+        help: "Bound of the disk prompt cache in MAPLE_CACHE_DIR (0 disables it)", parse: integer(0, 1 << 30) }),
+    define({ key: "webUi", flag: "webui", env: "MAPLE_WEBUI", valueName: "BOOL", defaultValue: () => true,
+        help: "Serve the built-in web chat at / (false: the API only)", parse: boolean })
 ] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];
 
 /**

@@ -19,6 +19,7 @@ import { modelsRoute } from "./routes/models.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 import { serveUnprefixedAliases } from "./unprefixedAliases.js";
+import { webUiPaths, webUiRoute } from "./routes/webUi.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -32,9 +33,9 @@ export interface AppOptions {
 /** The readiness and liveness probes: open without the API key, and answering until the process exits. */
 const probeRoutes: ReadonlySet<string> = new Set(["/health", "/livez"]);
 
-/** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC). */
+/** Routes that answer without the API key, so orchestrators can probe them (and scrapers, with MAPLE_METRICS_PUBLIC), and the web chat's page, which asks for the key itself. */
 function openRoutes(config: MapleConfig): Set<string> {
-    return new Set([...probeRoutes, ...(config.metricsPublic ? ["/metrics"] : [])]);
+    return new Set([...probeRoutes, ...(config.metricsPublic ? ["/metrics"] : []), ...webUiPaths(config)]);
 }
 
 /**
@@ -170,5 +171,6 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);
+    webUiRoute(app, context);
     return app;
 }
