@@ -13,6 +13,7 @@ import { detokenizeRoute } from "./routes/detokenize.js";
 import { healthRoute } from "./routes/health.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
+import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 
@@ -60,7 +61,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         // Off unless configured: a browser page on another origin cannot call the API by default.
         void app.register(cors, {
             origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
-            methods: ["GET", "POST", "OPTIONS"],
+            methods: ["GET", "POST", "DELETE", "OPTIONS"],
             allowedHeaders: ["authorization", "content-type"],
             maxAge: 600
         });
@@ -119,6 +120,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    responsesRoute(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

@@ -26,6 +26,11 @@ export class SseStream {
         await this.write(`data: ${JSON.stringify(data)}\n\n`);
     }
 
+    /** Writes one named event (`event: NAME`), as the Responses API streams them. */
+    async sendEvent(name: string, data: unknown): Promise<void> {
+        await this.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+    }
+
     async sendError(error: MapleError): Promise<void> {
         await this.send(error.toJSON());
     }
