@@ -16,8 +16,6 @@ export interface ResponseEvent {
 export interface ResponseWriterOptions {
     /** Every offered tool: a call's name says whether it goes out as `function_call` or `custom_tool_call`. */
     tools: readonly ResponsesTool[];
-    /** Reasoning items carry a summary (the trace itself) beside their `reasoning_text` content. */
-    reasoningSummary: boolean;
     /** Reasoning items carry `encrypted_content` (Maple's readable carrier, see reasoningCarrier.ts). */
     encryptedReasoning: boolean;
     /** Ids for output items; random by default, fixed in tests. */
@@ -37,14 +35,18 @@ function randomItemId(prefix: string): string {
 }
 
 /**
+ * Reasoning goes out twice: as the item's `content` (`reasoning_text`, the open-weights form
+ * the openai SDK accumulates) and as its `summary`. Maple has no summariser, so the summary is the
+ * trace itself; it is always sent because the AI SDK and Codex read reasoning only from summaries.
+ *
  * Turns output-parser parts into the Responses API's streaming events, numbered by
  * `sequence_number`, and keeps the response's output items as they grow: the non-streaming
  * response, the stored one and the final event are all snapshots of the same state, so the two
  * paths cannot drift apart. Pure: no I/O, no clock (`completedAt` comes in).
  *
  * Event order per item, as OpenAI sends it: `output_item.added`, then for reasoning
- * `content_part.added` + `reasoning_text.delta`… (+ `reasoning_summary_part.added` +
- * `reasoning_summary_text.delta`… with a summary), for a message `content_part.added` +
+ * `content_part.added` + `reasoning_summary_part.added`, and per delta `reasoning_text.delta` +
+ * `reasoning_summary_text.delta`; for a message `content_part.added` +
  * `output_text.delta`…, for a tool call its arguments (or a custom call's input) as one delta;
  * then the `.done` events and `output_item.done`. A new item closes the open one.
  */
@@ -144,9 +146,7 @@ export class ResponseEventWriter {
         events.push(this.event("response.output_item.added", { output_index: outputIndex, item: { ...item, summary: [], content: [] } }));
         if (kind === "reasoning") {
             events.push(this.event("response.content_part.added", { ...at, content_index: 0, part: { type: "reasoning_text", text: "" } }));
-            if (this.options.reasoningSummary) {
-                events.push(this.event("response.reasoning_summary_part.added", { ...at, summary_index: 0, part: { type: "summary_text", text: "" } }));
-            }
+            events.push(this.event("response.reasoning_summary_part.added", { ...at, summary_index: 0, part: { type: "summary_text", text: "" } }));
         } else {
             events.push(this.event("response.content_part.added", { ...at, content_index: 0, part: { type: "output_text", text: "", annotations: [] } }));
         }
@@ -157,7 +157,7 @@ export class ResponseEventWriter {
         const at = { item_id: open.item["id"], output_index: open.outputIndex };
         if (open.kind === "reasoning") {
             events.push(this.event("response.reasoning_text.delta", { ...at, content_index: 0, delta: text }));
-            if (this.options.reasoningSummary) events.push(this.event("response.reasoning_summary_text.delta", { ...at, summary_index: 0, delta: text }));
+            events.push(this.event("response.reasoning_summary_text.delta", { ...at, summary_index: 0, delta: text }));
         } else {
             events.push(this.event("response.output_text.delta", { ...at, content_index: 0, delta: text, logprobs: [] }));
         }
@@ -175,12 +175,10 @@ export class ResponseEventWriter {
             item["content"] = [part];
             events.push(this.event("response.reasoning_text.done", { ...at, content_index: 0, text }));
             events.push(this.event("response.content_part.done", { ...at, content_index: 0, part }));
-            if (this.options.reasoningSummary) {
-                const summary = { type: "summary_text", text };
-                item["summary"] = [summary];
-                events.push(this.event("response.reasoning_summary_text.done", { ...at, summary_index: 0, text }));
-                events.push(this.event("response.reasoning_summary_part.done", { ...at, summary_index: 0, part: summary }));
-            }
+            const summary = { type: "summary_text", text };
+            item["summary"] = [summary];
+            events.push(this.event("response.reasoning_summary_text.done", { ...at, summary_index: 0, text }));
+            events.push(this.event("response.reasoning_summary_part.done", { ...at, summary_index: 0, part: summary }));
             if (this.options.encryptedReasoning) item["encrypted_content"] = encodeReasoning(text);
         } else {
             const part = { type: "output_text", text, annotations: [], logprobs: [] };

@@ -36,8 +36,6 @@ export interface ResponsesRequest extends GenerationRequestFields {
     store: boolean;
     /** `include: ["reasoning.encrypted_content"]`: reasoning items carry the trace in a form the client can send back. */
     includeEncryptedReasoning: boolean;
-    /** `reasoning.summary` set: reasoning items carry a summary (the trace itself) beside their content. */
-    reasoningSummary: boolean;
     /** The request's settings as the response object echoes them. */
     echo: Record<string, unknown>;
 }
@@ -98,7 +96,6 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
         answer,
         store,
         includeEncryptedReasoning: include.includes("reasoning.encrypted_content"),
-        reasoningSummary: (wire.reasoning?.summary ?? wire.reasoning?.generate_summary) != null,
         sampling: toSamplingOptions(wire, defaults),
         maxTokens: resolveMaxTokens(wire.max_output_tokens ?? wire.max_tokens, defaults),
         stop: toStopList(wire.stop),

@@ -80,7 +80,7 @@ describe("POST /v1/responses", () => {
         const [reasoning, message] = response.output as [Record<string, unknown>, Record<string, unknown>];
         assert.match(String(reasoning["id"]), /^rs_/);
         assert.deepEqual(reasoning["content"], [{ type: "reasoning_text", text: "Let me add." }]);
-        assert.deepEqual(reasoning["summary"], []);
+        assert.deepEqual(reasoning["summary"], [{ type: "summary_text", text: "Let me add." }], "the summary is the trace itself");
         assert.match(String(message["id"]), /^msg_/);
         assert.equal(message["role"], "assistant");
         assert.equal(message["status"], "completed");

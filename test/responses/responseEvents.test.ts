@@ -21,14 +21,14 @@ const tools: ResponsesTool[] = [
 const recorded = "Let me think.\nTwo calls.\n</think>\n\nChecking now.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}\n</tool_call>\n"
     + "<tool_call>\n{\"name\": \"find_customer\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"apply_patch\", \"arguments\": {\"input\": \"*** Begin Patch\\n\"}}\n</tool_call>";
 
-function writer(options: { summary?: boolean; encrypted?: boolean } = {}): ResponseEventWriter {
+function writer(options: { encrypted?: boolean } = {}): ResponseEventWriter {
     let counter = 0;
     return new ResponseEventWriter({ id: "resp_1", createdAt: 1, model: "m", echo: { store: true } }, {
-        tools, reasoningSummary: options.summary ?? false, encryptedReasoning: options.encrypted ?? false, newId: (prefix) => `${prefix}_${counter++}`
+        tools, encryptedReasoning: options.encrypted ?? false, newId: (prefix) => `${prefix}_${counter++}`
     });
 }
 
-function replay(pieces: string[], options: { summary?: boolean; encrypted?: boolean } = {}): ResponseEvent[] {
+function replay(pieces: string[], options: { encrypted?: boolean } = {}): ResponseEvent[] {
     const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
     const events = writer(options);
     const all = [...events.start()];
@@ -75,7 +75,7 @@ function fold(events: ResponseEvent[]): { items: Record<string, unknown>[]; reas
 }
 
 describe("ResponseEventWriter", () => {
-    const whole = fold(replay([recorded], { summary: true, encrypted: true }));
+    const whole = fold(replay([recorded], { encrypted: true }));
 
     it("writes reasoning, message, function, namespaced and custom calls as items in order", () => {
         assert.deepEqual(whole.items.map((item) => [item["type"], item["id"]]), [
@@ -97,15 +97,15 @@ describe("ResponseEventWriter", () => {
     it("gives the same items and text whatever the split of the raw output (every single and double cut)", () => {
         const expected = JSON.stringify(whole);
         for (let first = 1; first < recorded.length; first++) {
-            assert.equal(JSON.stringify(fold(replay([recorded.slice(0, first), recorded.slice(first)], { summary: true, encrypted: true }))), expected, `cut at ${first}`);
+            assert.equal(JSON.stringify(fold(replay([recorded.slice(0, first), recorded.slice(first)], { encrypted: true }))), expected, `cut at ${first}`);
         }
         for (let first = 1; first < recorded.length; first += 7) {
             for (let second = first + 1; second < recorded.length; second++) {
                 const pieces = [recorded.slice(0, first), recorded.slice(first, second), recorded.slice(second)];
-                assert.equal(JSON.stringify(fold(replay(pieces, { summary: true, encrypted: true }))), expected, `cuts at ${first}, ${second}`);
+                assert.equal(JSON.stringify(fold(replay(pieces, { encrypted: true }))), expected, `cuts at ${first}, ${second}`);
             }
         }
-        const perCharacter = fold(replay([...recorded], { summary: true, encrypted: true }));
+        const perCharacter = fold(replay([...recorded], { encrypted: true }));
         assert.equal(JSON.stringify(perCharacter), expected);
     });
 
@@ -120,7 +120,6 @@ describe("ResponseEventWriter", () => {
         assert.deepEqual(response["usage"], {
             input_tokens: 10, input_tokens_details: { cached_tokens: 4 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 5 }, total_tokens: 30
         });
-        assert.equal((fold(events).items[0]!["summary"] as unknown[]).length, 0, "no summary unless asked for");
     });
 
     it("a cut by max_output_tokens ends incomplete; a failure is an error event then response.failed", () => {

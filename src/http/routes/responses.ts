@@ -87,7 +87,7 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
         }, [{ grammar: grammars === undefined ? undefined : answerGrammarSelector(parser, grammars), observer: context.metrics.observeGeneration() }]);
         const identity: ResponseIdentity = { id: newId("resp", "_"), createdAt: unixSeconds(), model, echo: parsed.echo };
         const writer = new ResponseEventWriter(identity, {
-            tools: parsed.offered, reasoningSummary: parsed.reasoningSummary, encryptedReasoning: parsed.includeEncryptedReasoning
+            tools: parsed.offered, encryptedReasoning: parsed.includeEncryptedReasoning
         });
         running.set(identity.id, { cancel, writer });
         let reasoningTokens = 0;
