@@ -237,6 +237,17 @@ describe("POST /v1/responses", () => {
         await expectError(await server.post("/v1/responses", { input: "x", temperature: 9 }), 400, "temperature");
         await expectError(await server.post("/v1/responses", { input: [{ type: "item_reference", id: "msg_gone" }] }), 404, "input[0].id");
         await expectError(await server.post("/v1/responses", { input: [{ type: "function_call", name: "f" }] }), 400, "input[0].call_id");
+        await expectError(await server.post("/v1/responses", { input: "x", logit_bias: { "999999999": 5 } }), 400, "logit_bias");
+    });
+
+    it("Maple's seed and logit_bias work as on chat", async () => {
+        const body = { input: "Tell me something.", temperature: 1, seed: 11, max_output_tokens: 12, reasoning: { effort: "none" } };
+        const [first, second] = [await create(server, body), await create(server, body)];
+        assert.equal(first.output_text, second.output_text, "the same seed samples the same text");
+        const zToken = (await (await server.post("/tokenize", { content: "Z", add_special: false })).json() as { tokens: number[] }).tokens;
+        assert.equal(zToken.length, 1);
+        const forced = await create(server, { ...body, max_output_tokens: 4, logit_bias: { [String(zToken[0])]: 100 } });
+        assert.equal(forced.output_text, "ZZZZ", "a +100 bias all but forces the token");
     });
 
     it("POST /v1/responses/{id}/cancel stops a streaming response: response.failed with status cancelled, stored as such", async () => {
