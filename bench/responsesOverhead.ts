@@ -1,6 +1,9 @@
 import { request } from "node:http";
 import { parseArgs } from "node:util";
+import type { OutputPart } from "../src/chat/types.js";
 import { defaultConfig } from "../src/config/settings.js";
+import { ChatChunkWriter } from "../src/openai/chatResponse.js";
+import { ResponseEventWriter } from "../src/responses/responseEvents.js";
 import { createLogger } from "../src/server/logger.js";
 import { startServer } from "../src/server/startServer.js";
 import { median, percentile, runPrompt } from "./shared.js";
@@ -17,6 +20,11 @@ import { median, percentile, runPrompt } from "./shared.js";
  * block): the Responses stream then sends two events per token (reasoning text and its summary),
  * chat one chunk. `--no-thinking` measures answer text instead (one event per token on each).
  *
+ * Over HTTP, on a shared two-core machine, that difference drowns in run-to-run swings of many
+ * milliseconds. So the script first measures what the Responses format adds in Maple's own
+ * process: the CPU time of turning one token's part into its wire bytes (events built and
+ * serialised), chat's chunk writer against the Responses event writer, in interleaved rounds.
+ *
  *   node dist/bench/responsesOverhead.js --model synthetic:qwen3-0.6b --rounds 20 --tokens 128
  */
 
@@ -27,7 +35,8 @@ const { values } = parseArgs({
         tokens: { type: "string", default: "128" },
         "prompt-tokens": { type: "string", default: "200" },
         threads: { type: "string" },
-        "no-thinking": { type: "boolean", default: false }
+        "no-thinking": { type: "boolean", default: false },
+        "writers-only": { type: "boolean", default: false }
     }
 });
 const rounds = Number(values.rounds);
@@ -102,6 +111,51 @@ async function responsesRun(url: string, body: Record<string, unknown>): Promise
     return timing(textAt, final.usage.output_tokens, arrivals.reduce((sum, arrival) => sum + arrival.data.length, 0));
 }
 
+/** CPU µs per token to build and serialise one token's events, for `parts` tokens of reasoning (or answer) text. */
+function writerCost(format: "chat" | "responses", parts: number): number {
+    const part: OutputPart = thinking ? { type: "reasoning", text: " token" } : { type: "content", text: " token" };
+    let bytes = 0;
+    const started = process.cpuUsage();
+    if (format === "chat") {
+        const writer = new ChatChunkWriter({ id: "chatcmpl-1", created: 1, model: "bench", weightVersion: "default", includeReasoning: true });
+        bytes += JSON.stringify(writer.first()).length;
+        for (let index = 0; index < parts; index++) {
+            for (const chunk of writer.parts([part])) bytes += `data: ${JSON.stringify(chunk)}\n\n`.length;
+        }
+    } else {
+        const writer = new ResponseEventWriter({ id: "resp_1", createdAt: 1, model: "bench", echo: {} }, { tools: [], encryptedReasoning: false });
+        for (const event of writer.start()) bytes += event.type.length;
+        for (let index = 0; index < parts; index++) {
+            for (const event of writer.parts([part])) bytes += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`.length;
+        }
+    }
+    const used = process.cpuUsage(started);
+    if (bytes === 0) throw new Error("nothing written");
+    return (used.user + used.system) / parts;
+}
+
+const writerRounds: { chat: number; responses: number }[] = [];
+for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? ["chat", "responses"] as const : ["responses", "chat"] as const;
+    const costs: Partial<Record<"chat" | "responses", number>> = {};
+    for (const format of order) costs[format] = writerCost(format, 20_000);
+    writerRounds.push({ chat: costs.chat!, responses: costs.responses! });
+}
+const writers = {
+    chatMicrosPerToken: median(writerRounds.map((round) => round.chat)),
+    responsesMicrosPerToken: median(writerRounds.map((round) => round.responses)),
+    differenceMicrosPerToken: {
+        median: median(writerRounds.map((round) => round.responses - round.chat)),
+        p25: percentile(writerRounds.map((round) => round.responses - round.chat), 0.25),
+        p75: percentile(writerRounds.map((round) => round.responses - round.chat), 0.75)
+    }
+};
+process.stderr.write(`writers: ${JSON.stringify(writers)}\n`);
+if (values["writers-only"] === true) {
+    console.log(JSON.stringify({ rounds, thinking, writers }));
+    process.exit(0);
+}
+
 const config = defaultConfig({
     model: values.model, port: 0, logLevel: "warn", parallel: 1,
     ...(values.threads !== undefined ? { threads: Number(values.threads) } : {})
@@ -131,7 +185,7 @@ try {
         process.stderr.write(`round ${round}: chat ${results.chat!.msPerToken.toFixed(2)} ms/token, responses ${results.responses!.msPerToken.toFixed(2)} ms/token\n`);
     }
     const summary = {
-        model: values.model, rounds, tokens: maxTokens, thinking,
+        model: values.model, rounds, tokens: maxTokens, thinking, writers,
         chatMsPerToken: median(chat.map((run) => run.msPerToken)),
         responsesMsPerToken: median(responses.map((run) => run.msPerToken)),
         overheadMsPerToken: { median: median(differences), p25: percentile(differences, 0.25), p75: percentile(differences, 0.75) },

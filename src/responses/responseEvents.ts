@@ -152,14 +152,16 @@ export class ResponseEventWriter {
         }
     }
 
+    /** The per-token path: event objects built as literals (no spreads), since it runs once per token. */
     private delta(events: ResponseEvent[], open: OpenItem, text: string): void {
         open.text += text;
-        const at = { item_id: open.item["id"], output_index: open.outputIndex };
+        const itemId = open.item["id"];
+        const outputIndex = open.outputIndex;
         if (open.kind === "reasoning") {
-            events.push(this.event("response.reasoning_text.delta", { ...at, content_index: 0, delta: text }));
-            events.push(this.event("response.reasoning_summary_text.delta", { ...at, summary_index: 0, delta: text }));
+            events.push({ type: "response.reasoning_text.delta", sequence_number: this.sequence++, item_id: itemId, output_index: outputIndex, content_index: 0, delta: text });
+            events.push({ type: "response.reasoning_summary_text.delta", sequence_number: this.sequence++, item_id: itemId, output_index: outputIndex, summary_index: 0, delta: text });
         } else {
-            events.push(this.event("response.output_text.delta", { ...at, content_index: 0, delta: text, logprobs: [] }));
+            events.push({ type: "response.output_text.delta", sequence_number: this.sequence++, item_id: itemId, output_index: outputIndex, content_index: 0, delta: text, logprobs: [] });
         }
     }
 
