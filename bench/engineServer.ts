@@ -26,7 +26,7 @@ import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/generation/generateText.js";
 import { buildApp } from "../src/http/app.js";
 import { createLogger } from "../src/server/logger.js";
-import { ModelHost } from "../src/server/modelHost.js";
+import { ModelHost } from "../src/serving/modelHost.js";
 import { readyModel, version } from "../src/server/startServer.js";
 import { runPrompt } from "./shared.js";
 

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { parseArgs } from "node:util";
-import type { OutputPart } from "../src/chat/types.js";
+import type { GenerationPart } from "../src/conversation/index.js";
 import { defaultConfig } from "../src/config/settings.js";
 import { ChatChunkWriter } from "../src/openai/chatResponse.js";
 import { ResponseEventWriter } from "../src/responses/responseEvents.js";
@@ -113,20 +113,20 @@ async function responsesRun(url: string, body: Record<string, unknown>): Promise
 
 /** CPU µs per token to build and serialise one token's events, for `parts` tokens of reasoning (or answer) text. */
 function writerCost(format: "chat" | "responses", parts: number): number {
-    const part: OutputPart = thinking ? { type: "reasoning", text: " token" } : { type: "content", text: " token" };
+    const part: Extract<GenerationPart, { type: "reasoning-delta" | "text-delta" }> = { type: thinking ? "reasoning-delta" : "text-delta", text: " token" };
     let bytes = 0;
     const started = process.cpuUsage();
     if (format === "chat") {
         const writer = new ChatChunkWriter({ id: "chatcmpl-1", created: 1, model: "bench", weightVersion: "default", includeReasoning: true });
         bytes += JSON.stringify(writer.first()).length;
         for (let index = 0; index < parts; index++) {
-            for (const chunk of writer.parts([part])) bytes += `data: ${JSON.stringify(chunk)}\n\n`.length;
+            for (const chunk of writer.part(part)) bytes += `data: ${JSON.stringify(chunk)}\n\n`.length;
         }
     } else {
         const writer = new ResponseEventWriter({ id: "resp_1", createdAt: 1, model: "bench", echo: {} }, { tools: [], encryptedReasoning: false });
         for (const event of writer.start()) bytes += event.type.length;
         for (let index = 0; index < parts; index++) {
-            for (const event of writer.parts([part])) bytes += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`.length;
+            for (const event of writer.part(part)) bytes += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`.length;
         }
     }
     const used = process.cpuUsage(started);

@@ -1,83 +1,107 @@
 /**
- * Maple's one error hierarchy. Every failure that reaches a client is one of these (or becomes a
- * generic `server_error`); `src/http/errorHandler.ts` is the single place that turns them into
- * OpenAI-shaped responses.
+ * Maple's domain errors: what went wrong, in terms every wire format can render. Each carries a
+ * `kind` (what class of failure it is, which decides the HTTP status at the edge), a `code` (a
+ * stable machine name such as `context_length_exceeded`), the request field at fault (`param`, in
+ * the OpenAI request's notation; another wire format may rename it) and, for the transient ones,
+ * how soon to retry. Nothing here knows HTTP: `src/http/errorStatus.ts` maps kinds to statuses and
+ * each wire format renders its own body (`src/openai/errorBody.ts` for OpenAI's shape).
  */
-export type ErrorType = "invalid_request_error" | "authentication_error" | "not_found_error" | "server_error" | "overloaded_error";
+export type ErrorKind =
+    /** The request is wrong (400). */
+    | "invalid_request"
+    /** No or a wrong API key (401). */
+    | "authentication"
+    /** No such route or model (404). */
+    | "not_found"
+    /** The request's headers or body did not arrive in time (408). */
+    | "request_timeout"
+    /** The body is over the size limit (413). */
+    | "payload_too_large"
+    /** The body is not UTF-8 JSON (415). */
+    | "unsupported_media_type"
+    /** The request headers are too large (431). */
+    | "headers_too_large"
+    /** Maple failed (500). */
+    | "server"
+    /** Too much work queued: the queue is full or the wait for a slot timed out (503; Anthropic's 529 overloaded). */
+    | "overloaded"
+    /** Not serving right now: the model is loading or the server is shutting down (503). */
+    | "unavailable";
 
 export interface MapleErrorOptions {
     param?: string | null;
     code?: string | null;
-    /** Extra response headers, e.g. `Retry-After` on 503. */
-    headers?: Record<string, string>;
+    /** A transient failure: when to try again, in seconds (HTTP's Retry-After). */
+    retryAfterSeconds?: number;
     cause?: unknown;
 }
 
 export class MapleError extends Error {
-    readonly status: number;
-    readonly type: ErrorType;
+    readonly kind: ErrorKind;
     readonly param: string | null;
     readonly code: string | null;
-    readonly headers: Record<string, string>;
+    readonly retryAfterSeconds: number | undefined;
 
-    constructor(status: number, type: ErrorType, message: string, options: MapleErrorOptions = {}) {
+    constructor(kind: ErrorKind, message: string, options: MapleErrorOptions = {}) {
         super(message, { cause: options.cause });
         this.name = new.target.name;
-        this.status = status;
-        this.type = type;
+        this.kind = kind;
         this.param = options.param ?? null;
         this.code = options.code ?? null;
-        this.headers = options.headers ?? {};
-    }
-
-    toJSON(): { error: { message: string; type: ErrorType; param: string | null; code: string | null } } {
-        return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+        this.retryAfterSeconds = options.retryAfterSeconds;
     }
 }
 
 export class InvalidRequestError extends MapleError {
     constructor(message: string, param: string | null = null, code: string | null = null) {
-        super(400, "invalid_request_error", message, { param, code });
+        super("invalid_request", message, { param, code });
+    }
+}
+
+/** A GBNF grammar llama.cpp's parser refused (the client's `grammar`, or one Maple built: then the core makes it a ServerError). */
+export class InvalidGrammarError extends InvalidRequestError {
+    constructor(detail: string) {
+        super(`Invalid grammar: ${detail}`, "grammar");
     }
 }
 
 export class ContextLengthExceededError extends MapleError {
     constructor(message: string, param = "messages") {
-        super(400, "invalid_request_error", message, { param, code: "context_length_exceeded" });
+        super("invalid_request", message, { param, code: "context_length_exceeded" });
     }
 }
 
 export class PayloadTooLargeError extends MapleError {
     constructor(message: string) {
-        super(413, "invalid_request_error", message, { param: "body", code: "payload_too_large" });
+        super("payload_too_large", message, { param: "body", code: "payload_too_large" });
     }
 }
 
 /** A body that is not UTF-8 JSON by its Content-Type (RFC 8259: JSON is UTF-8). */
 export class UnsupportedMediaTypeError extends MapleError {
     constructor(message = "Unsupported Content-Type: send 'Content-Type: application/json' (UTF-8).") {
-        super(415, "invalid_request_error", message, { param: "Content-Type", code: "unsupported_media_type" });
+        super("unsupported_media_type", message, { param: "Content-Type", code: "unsupported_media_type" });
     }
 }
 
 export class AuthenticationError extends MapleError {
     constructor(message = "Invalid or missing API key. Send it as 'Authorization: Bearer <key>'.") {
-        super(401, "authentication_error", message, { code: "invalid_api_key" });
+        super("authentication", message, { code: "invalid_api_key" });
     }
 }
 
 export class NotFoundError extends MapleError {
     constructor(message: string, param: string | null = null, code: string | null = null) {
-        super(404, "not_found_error", message, { param, code });
+        super("not_found", message, { param, code });
     }
 }
 
-/** Retry-After is in seconds; openai and the AI SDK honour it on 503 (see CLIENTS.md). */
-const retryAfterSeconds = "5";
+/** openai and the AI SDK honour Retry-After on 503 (see CLIENTS.md). */
+const retryAfterSeconds = 5;
 
 export class ModelLoadingError extends MapleError {
     constructor(message = "The model is still loading; retry shortly.") {
-        super(503, "server_error", message, { code: "model_loading", headers: { "retry-after": retryAfterSeconds } });
+        super("unavailable", message, { code: "model_loading", retryAfterSeconds });
     }
 }
 
@@ -86,20 +110,30 @@ export class EngineOverloadedError extends MapleError {
     readonly reason: "queue_full" | "queue_timeout";
 
     constructor(message: string, reason: "queue_full" | "queue_timeout") {
-        super(503, "server_error", message, { code: "engine_overloaded", headers: { "retry-after": retryAfterSeconds } });
+        super("overloaded", message, { code: "engine_overloaded", retryAfterSeconds });
         this.reason = reason;
+    }
+
+    /** `waiting` requests already wait for a slot: the queue (MAPLE_MAX_QUEUE_DEPTH) is full. */
+    static queueFull(waiting: number): EngineOverloadedError {
+        return new EngineOverloadedError(`The server is busy: ${waiting} requests are already waiting (MAPLE_MAX_QUEUE_DEPTH). Retry later.`, "queue_full");
+    }
+
+    /** A request waited `waitedMs` (MAPLE_QUEUE_TIMEOUT) without getting a slot. */
+    static queueTimeout(waitedMs: number): EngineOverloadedError {
+        return new EngineOverloadedError(`Timed out after ${waitedMs / 1000} s waiting for a free slot (MAPLE_QUEUE_TIMEOUT). Retry later.`, "queue_timeout");
     }
 }
 
 export class ShuttingDownError extends MapleError {
     constructor(message = "The server is shutting down; retry on another instance or shortly.") {
-        super(503, "server_error", message, { code: "server_shutting_down", headers: { "retry-after": retryAfterSeconds } });
+        super("unavailable", message, { code: "server_shutting_down", retryAfterSeconds });
     }
 }
 
 export class ServerError extends MapleError {
     constructor(message = "The server had an error while processing your request.", cause?: unknown) {
-        super(500, "server_error", message, { cause });
+        super("server", message, { cause });
     }
 }
 

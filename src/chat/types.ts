@@ -1,4 +1,4 @@
-/** Internal (camelCase, validated) chat types: what the OpenAI wire format becomes past the route. */
+/** Internal (camelCase, validated) chat types: what every wire format's conversation becomes past its route. */
 
 export interface ToolCall {
     id: string;
@@ -20,6 +20,12 @@ export interface ToolDefinition {
     /** JSON schema of the arguments object; `{type: "object", properties: {}}` when absent. */
     parameters: Record<string, unknown>;
 }
+
+/**
+ * Which tools the model may or must call: none, its own choice, at least one (any offered), or
+ * the named one. Every wire format's tool choice maps onto these four.
+ */
+export type ToolChoice = { type: "none" } | { type: "auto" } | { type: "required" } | { type: "function"; name: string };
 
 /** One piece of parsed model output, in the order the model produced it. */
 export type OutputPart =

@@ -4,14 +4,14 @@ import {
     getLlama, GgmlType, LlamaGrammarEvaluationState, LlamaLogLevel, TokenBias,
     type Llama, type LlamaContext, type LlamaGrammar, type LlamaContextSequence, type LlamaModel, type Token
 } from "node-llama-cpp";
-import { InvalidRequestError } from "../errors.js";
+import { InvalidGrammarError } from "../errors.js";
 import type {
     Engine, EngineGrammar, GeneratedToken, GenerationEnd, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo,
     RuntimeInfo, SamplingOptions, TokenLogprob
 } from "./types.js";
 import { StepBarrier } from "./stepBarrier.js";
 import { describeWeightTypes } from "./weightTypes.js";
-import { anyObjectGrammarRules, schemaGrammarRules } from "./jsonGrammarRules.js";
+import { anyObjectGrammarRules, schemaGrammarRules } from "../grammar/jsonGrammarRules.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
 import { vocabularyPieceBytes } from "./tokenBytes.js";
 
@@ -188,7 +188,7 @@ class LlamaEngine implements Engine {
         try {
             compiled = new CompiledGrammar(gbnf, await this.llama.createGrammar({ grammar: gbnf }));
         } catch (error) {
-            throw new InvalidRequestError(`Invalid grammar: ${(error as Error).message}`, "grammar");
+            throw new InvalidGrammarError((error as Error).message);
         }
         this.grammars.set(gbnf, compiled);
         if (this.grammars.size > grammarCacheSize) this.grammars.delete(this.grammars.keys().next().value!);

@@ -1,4 +1,4 @@
-import type { GrammarJsonSchema } from "./grammarJsonSchema.js";
+import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 
 /**
  * The engine interface: everything the rest of Maple knows about the model runtime. Only
@@ -53,7 +53,7 @@ export interface EngineGrammar {
  */
 export type GrammarSelector = () => EngineGrammar | undefined;
 
-/** A schema in the JSON-schema-to-grammar converter's subset (see `toGrammarSchema` in grammarJsonSchema.ts). */
+/** A schema in the JSON-schema-to-grammar converter's subset (see `toGrammarSchema` in grammar/jsonSchemaSubset.ts). */
 export type { GrammarJsonSchema };
 
 export interface SamplingOptions {
@@ -147,7 +147,7 @@ export interface Engine {
      * character has U+FFFD in its text, and its raw bytes in `bytes`.
      */
     tokenPiece(token: number): { text: string; bytes: number[] };
-    /** Throws InvalidRequestError (param "grammar") for a grammar that does not parse. Compiled grammars are cached by their text. */
+    /** Throws InvalidGrammarError for a grammar that does not parse. Compiled grammars are cached by their text. */
     createGrammar(gbnf: string): Promise<EngineGrammar>;
     /**
      * GBNF rules defining `maple-json` (and helper rules whose names never start with `maple-`):

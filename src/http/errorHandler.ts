@@ -4,6 +4,8 @@ import type { ConnectionError, FastifyError, FastifyReply, FastifyRequest } from
 import {
     InvalidRequestError, isAbortError, MapleError, PayloadTooLargeError, ServerError, UnsupportedMediaTypeError
 } from "../errors.js";
+import { errorFormatOf, openAiErrorFormat } from "./errorFormat.js";
+import { FastifyClientError, httpStatus } from "./errorStatus.js";
 
 /** Fastify's own client errors (body reading, limits, URLs), in Maple's error shape. JSON parsing is ours (jsonBody.ts). */
 function fromFastifyError(error: FastifyError): MapleError | undefined {
@@ -20,7 +22,7 @@ function fromFastifyError(error: FastifyError): MapleError | undefined {
             break;
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-        return new MapleError(error.statusCode, "invalid_request_error", error.message);
+        return new FastifyClientError(error.statusCode, error.message);
     }
     return undefined;
 }
@@ -36,8 +38,9 @@ export function toMapleError(error: unknown): MapleError {
 }
 
 /**
- * The one place errors become OpenAI-shaped responses. Client errors are logged at info without a
- * stack; anything else is logged with its stack and answered without internals. Fastify's
+ * The one place errors become responses, in the shape of the route's wire format (see
+ * `ErrorFormat`; OpenAI's unless the route sets another). Client errors are logged at info without
+ * a stack; anything else is logged with its stack and answered without internals. Fastify's
  * `frameworkErrors` (a URL that does not decode) come here too.
  */
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
@@ -48,22 +51,25 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
         return;
     }
     const mapped = toMapleError(error);
-    if (mapped.status >= 500 && !(error instanceof MapleError && error.status >= 500 && error.code !== null)) {
+    const status = httpStatus(mapped);
+    // A 5xx Maple raised on purpose (loading, overloaded, shutting down) has a code and needs no stack.
+    if (status >= 500 && !(error instanceof MapleError && error.code !== null)) {
         request.log.error({ err: error }, "request failed");
     } else {
-        request.log.info({ status: mapped.status, code: mapped.code, param: mapped.param }, mapped.message);
+        request.log.info({ status, code: mapped.code, param: mapped.param }, mapped.message);
     }
-    void reply.code(mapped.status).headers(mapped.headers).type("application/json").send(mapped.toJSON());
+    const answer = errorFormatOf(request).response(mapped);
+    void reply.code(answer.status).headers(answer.headers).type("application/json").send(answer.body);
 }
 
 /** Node's HTTP parser errors, before any route runs: Fastify's default answers these in its own shape. */
 function fromConnectionError(error: ConnectionError): MapleError {
     switch (error.code) {
         case "ERR_HTTP_REQUEST_TIMEOUT":
-            return new MapleError(408, "invalid_request_error", "The request did not arrive in time: its headers or body were too slow.",
+            return new MapleError("request_timeout", "The request did not arrive in time: its headers or body were too slow.",
                 { code: "request_timeout" });
         case "HPE_HEADER_OVERFLOW":
-            return new MapleError(431, "invalid_request_error", "The request headers are too large.", { param: "headers", code: "headers_too_large" });
+            return new MapleError("headers_too_large", "The request headers are too large.", { param: "headers", code: "headers_too_large" });
         default:
             return new InvalidRequestError("The HTTP request could not be parsed.", null, "malformed_http");
     }
@@ -71,16 +77,16 @@ function fromConnectionError(error: ConnectionError): MapleError {
 
 /**
  * Fastify's `clientErrorHandler`: a request Node could not parse, or one too slow to arrive
- * (headersTimeout / requestTimeout), gets an OpenAI-shaped answer and the connection is closed.
+ * (headersTimeout / requestTimeout), gets an OpenAI-shaped answer (no route is known yet) and the connection is closed.
  */
 export function clientErrorHandler(this: { log: FastifyRequest["log"] }, error: ConnectionError, socket: Socket): void {
     // A reset connection has nobody to answer (Fastify's default does the same).
     if (error.code === "ECONNRESET" || socket.destroyed) return;
-    const mapped = fromConnectionError(error);
-    this.log.info({ status: mapped.status, code: error.code }, "client error before routing");
+    const answer = openAiErrorFormat.response(fromConnectionError(error));
+    this.log.info({ status: answer.status, code: error.code }, "client error before routing");
     if (socket.writable) {
-        const body = JSON.stringify(mapped.toJSON());
-        socket.write(`HTTP/1.1 ${mapped.status} ${STATUS_CODES[mapped.status] ?? ""}\r\n`
+        const body = JSON.stringify(answer.body);
+        socket.write(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ""}\r\n`
             + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     }
     socket.destroy(error);

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Generation, GenerationPart, Usage } from "../conversation/index.js";
 import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
-import type { GeneratedPiece, GenerationSummary, TextGeneration } from "../generation/generateText.js";
+import { errorFormatOf, type ErrorFormat } from "./errorFormat.js";
 import { toMapleError } from "./errorHandler.js";
 import type { RequestCancellation } from "./requestSignal.js";
-import { SseStream } from "./sse.js";
+import { SseStream, type SseEvent } from "./sse.js";
 
 /** An abort is the client's doing (nobody to answer) unless the server is shutting down. */
 function abortError(cancellation: RequestCancellation): Error {
@@ -11,95 +12,50 @@ function abortError(cancellation: RequestCancellation): Error {
 }
 
 /**
- * With MAPLE_LOG_PROMPTS, the prompt and the raw output are logged at debug level; otherwise logs
- * never contain them.
+ * Runs a generation to its end for a non-streaming response; `onPart` sees every part of each
+ * choice. Resolves with the request's usage; an abort rejects as the client's leaving
+ * (RequestAbortedError, answered by nobody) or the server's shutdown (ShuttingDownError).
  */
-export interface TextLog {
-    request: FastifyRequest;
-    prompt: string | number[];
-}
-
-/** One choice's output as one string; the choices of an n > 1 request as a list. */
-function logText(log: TextLog | undefined, outputs: string[][]): void {
-    const texts = outputs.map((output) => output.join(""));
-    log?.request.log.debug({ prompt: log.prompt, output: texts.length === 1 ? texts[0] : texts }, "generation text");
-}
-
-/**
- * Runs the choices of one request side by side (the engine steps all running generations
- * together, so one consumed after the other would stall). `onPiece` and `onEnd` see each choice's
- * pieces and summary as they come. When a choice fails the others are cancelled, and the error
- * thrown is the failure rather than the cancellations it caused.
- */
-async function runChoices(generations: readonly TextGeneration[], onPiece: (choice: number, piece: GeneratedPiece) => Promise<void> | void,
-    onEnd: (choice: number, summary: GenerationSummary) => Promise<void> | void, log?: TextLog): Promise<GenerationSummary[]> {
-    const outputs = generations.map((): string[] => []);
-    const results = await Promise.allSettled(generations.map(async (generation, choice) => {
-        try {
-            let next = await generation.pieces.next();
-            for (; !next.done; next = await generation.pieces.next()) {
-                await onPiece(choice, next.value);
-                if (log !== undefined) outputs[choice]!.push(next.value.text);
-            }
-            await onEnd(choice, next.value);
-            return next.value;
-        } catch (error) {
-            generation.cancel();
-            throw error;
-        } finally {
-            generation.close();
-        }
-    }));
-    const failures = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
-    if (failures.length > 0) throw failures.find((failure) => !isAbortError(failure)) ?? failures[0];
-    logText(log, outputs);
-    return results.map((result) => (result as PromiseFulfilledResult<GenerationSummary>).value);
-}
-
-/**
- * Runs the generations (the n choices of one request) to their end for a non-streaming response;
- * `onPiece` sees every piece of each choice.
- */
-export async function collectGenerations(generations: readonly TextGeneration[], cancellation: RequestCancellation,
-    onPiece: (choice: number, piece: GeneratedPiece) => void, log?: TextLog): Promise<GenerationSummary[]> {
+export async function collectGeneration(generation: Generation, cancellation: RequestCancellation,
+    onPart: (choice: number, part: GenerationPart) => void): Promise<Usage> {
     try {
-        return await runChoices(generations, onPiece, () => undefined, log);
+        return await generation.run(onPart);
     } catch (error) {
         if (isAbortError(error)) throw abortError(cancellation);
         throw error;
+    } finally {
+        generation.close();
     }
 }
 
-/** The events of one streamed response, in OpenAI's chunk shapes. */
-export interface StreamEvents {
-    start(): unknown[];
-    /** One generated token of choice `choice` (its text may be empty). */
-    piece(choice: number, piece: GeneratedPiece): unknown[];
-    /** Choice `choice` ended (its finish chunk). */
-    end(choice: number, summary: GenerationSummary): unknown[];
-    /** Every choice ended (the usage chunk). */
-    done(summaries: readonly GenerationSummary[]): unknown[];
+/** The events of one streamed response, in its wire format. Pure: each returns the events to send. */
+export interface StreamWriter {
+    /** Before the first part (OpenAI: each choice's role chunk; Anthropic: `message_start`). */
+    start(): SseEvent[];
+    /** One part of choice `choice`, in order. */
+    part(choice: number, part: GenerationPart): SseEvent[];
+    /** Every choice finished; `usage` is the request's (OpenAI: the usage chunk). */
+    end(usage: Usage): SseEvent[];
+    /** Sent as it is (not JSON) on a last `data:` line, after `end` or an error (OpenAI's `[DONE]`). */
+    readonly lastData?: string;
 }
 
 /**
- * Streams a generation as SSE. After the first byte an error can only be an in-band error event
- * followed by [DONE]; a client that went away just ends the stream (its signal already stopped
- * the engine), with no error event and a quiet log line.
+ * Streams a generation as SSE. After the first byte an error can only be in-band: the route's
+ * error format's events, then the stream's end. A client that went away just ends the stream (its
+ * signal already stopped the engine), with no error event and a quiet log line.
  */
-export async function streamGenerations(request: FastifyRequest, reply: FastifyReply, cancellation: RequestCancellation,
-    generations: readonly TextGeneration[], events: StreamEvents, log?: TextLog): Promise<void> {
-    const sse = new SseStream(reply);
-    // Each chunk is one write, so the choices' chunks interleave whole.
-    const sendAll = async (chunks: unknown[]): Promise<void> => {
-        for (const chunk of chunks) await sse.send(chunk);
+export async function streamGeneration(request: FastifyRequest, reply: FastifyReply, cancellation: RequestCancellation,
+    generation: Generation, writer: StreamWriter, errorFormat: ErrorFormat = errorFormatOf(request)): Promise<void> {
+    const sse = SseStream.start(reply);
+    const sendAll = async (events: SseEvent[]): Promise<void> => {
+        for (const event of events) await sse.send(event);
     };
     try {
-        await sendAll(events.start());
-        const summaries = await runChoices(generations,
-            (choice, piece) => sendAll(events.piece(choice, piece)),
-            (choice, summary) => sendAll(events.end(choice, summary)), log);
-        await sendAll(events.done(summaries));
-        await sse.done();
+        await sendAll(writer.start());
+        const usage = await generation.run((choice, part) => sendAll(writer.part(choice, part)));
+        await sendAll(writer.end(usage));
+        await sse.finish(writer.lastData);
     } catch (error) {
         if (cancellation.clientGone.aborted) {
             sse.end();
@@ -107,9 +63,9 @@ export async function streamGenerations(request: FastifyRequest, reply: FastifyR
         }
         const failure = isAbortError(error) ? abortError(cancellation) : error;
         if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
-        await sse.sendError(toMapleError(failure));
-        await sse.done();
+        await sendAll(errorFormat.streamEvents(toMapleError(failure)));
+        await sse.finish(writer.lastData);
     } finally {
-        for (const generation of generations) generation.close();
+        generation.close();
     }
 }

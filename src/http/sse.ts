@@ -1,17 +1,40 @@
-import { once } from "node:events";
 import type { FastifyReply } from "fastify";
-import type { MapleError } from "../errors.js";
+
+/** One Server-Sent Event: `event: NAME` (when named) and `data: JSON`. */
+export interface SseEvent {
+    /** The event's name (Anthropic's and the Responses API's `event:` lines); unnamed events are `message`. */
+    event?: string;
+    /** Serialised as JSON on one `data:` line. */
+    data: unknown;
+}
+
+/** What the SSE writer needs from a response: Node's `ServerResponse` (a stand-in in tests). */
+export interface SseResponse {
+    writeHead(status: number, headers: Record<string, string>): unknown;
+    write(chunk: string): boolean;
+    end(): unknown;
+    on(event: "drain" | "close", listener: () => void): unknown;
+    off(event: "drain" | "close", listener: () => void): unknown;
+    readonly destroyed: boolean;
+    readonly writableEnded: boolean;
+}
 
 /**
- * A Server-Sent Events response in OpenAI's form: `data: {json}` events, an in-band error event
- * when something fails after the stream began, and `data: [DONE]` last.
+ * A Server-Sent Events response. Each event is one write, so the events of choices generated side
+ * by side interleave whole; a write into a full socket waits for it to drain (or close), so a
+ * slow reader slows generation instead of growing memory.
  */
 export class SseStream {
     private finished = false;
 
-    constructor(private readonly reply: FastifyReply) {
+    /** Takes over the reply from Fastify and sends the stream's headers. */
+    static start(reply: FastifyReply): SseStream {
         reply.hijack();
-        reply.raw.writeHead(200, {
+        return new SseStream(reply.raw);
+    }
+
+    constructor(private readonly response: SseResponse) {
+        response.writeHead(200, {
             "content-type": "text/event-stream; charset=utf-8",
             "cache-control": "no-cache",
             // No Connection header of our own: Node sends keep-alive, or close when the client asked
@@ -21,22 +44,17 @@ export class SseStream {
         });
     }
 
-    /** Writes one event; waits while the client's socket is full, so a slow reader slows generation instead of growing memory. */
-    async send(data: unknown): Promise<void> {
-        await this.write(`data: ${JSON.stringify(data)}\n\n`);
+    async send(event: SseEvent): Promise<void> {
+        const data = `data: ${JSON.stringify(event.data)}\n\n`;
+        await this.write(event.event === undefined ? data : `event: ${event.event}\n${data}`);
     }
 
-    /** Writes one named event (`event: NAME`), as the Responses API streams them. */
-    async sendEvent(name: string, data: unknown): Promise<void> {
-        await this.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
-    }
-
-    async sendError(error: MapleError): Promise<void> {
-        await this.send(error.toJSON());
-    }
-
-    async done(): Promise<void> {
-        await this.write("data: [DONE]\n\n");
+    /**
+     * Ends the stream; `lastData`, when given, is sent first as a `data:` line as it is (OpenAI's
+     * `[DONE]`, which is not JSON).
+     */
+    async finish(lastData?: string): Promise<void> {
+        if (lastData !== undefined) await this.write(`data: ${lastData}\n\n`);
         this.end();
     }
 
@@ -44,12 +62,25 @@ export class SseStream {
     end(): void {
         if (this.finished) return;
         this.finished = true;
-        this.reply.raw.end();
+        this.response.end();
     }
 
     private async write(text: string): Promise<void> {
-        const raw = this.reply.raw;
-        if (this.finished || raw.destroyed || raw.writableEnded) return;
-        if (!raw.write(text)) await Promise.race([once(raw, "drain"), once(raw, "close")]);
+        const response = this.response;
+        if (this.finished || response.destroyed || response.writableEnded) return;
+        if (!response.write(text) && !response.destroyed) await this.drained();
+    }
+
+    /** Resolves at `drain` or `close`, whichever comes first, and removes both listeners either way. */
+    private drained(): Promise<void> {
+        return new Promise((resolve) => {
+            const settle = (): void => {
+                this.response.off("drain", settle);
+                this.response.off("close", settle);
+                resolve();
+            };
+            this.response.on("drain", settle);
+            this.response.on("close", settle);
+        });
     }
 }

@@ -113,7 +113,7 @@ export class MapleMetrics {
 
     /** Counts a request answered 503; any other error is not a rejection and is ignored. */
     countRejection(error: unknown): void {
-        if (error instanceof MapleError && error.status === 503) this.rejections.inc({ reason: rejectionReason(error) });
+        if (error instanceof MapleError && (error.kind === "overloaded" || error.kind === "unavailable")) this.rejections.inc({ reason: rejectionReason(error) });
     }
 
     /** Drops every series (the server is closing). */

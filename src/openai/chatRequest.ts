@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
-import type { AnswerConstraint } from "../chat/answerGrammar.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
+import { answerConstraint } from "../conversation/answerConstraint.js";
+import type { ChatGenerationRequest } from "../conversation/request.js";
+import { parseResponseFormat } from "./responseFormat.js";
 import { paramPath, parseWire } from "./validation.js";
-import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type GenerationRequestFields, type SamplingDefaults } from "./sampling.js";
-import { answerConstraint, parseResponseFormat } from "./answerConstraint.js";
+import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "./sampling.js";
 
 const textPart = z.object({ type: z.literal("text"), text: z.string() }).passthrough();
 /** Any content part; only `text` is served (a text-only model), the others are refused by name below. */
@@ -66,19 +67,8 @@ const chatWire = z.object({
     ...samplingFields
 });
 
-export type ToolChoice = { type: "none" } | { type: "auto" } | { type: "required" } | { type: "function"; name: string };
-
-/** A /v1/chat/completions request past the edge: validated, defaults applied, camelCase. */
-export interface ChatRequest extends GenerationRequestFields {
-    messages: ChatMessage[];
-    /** The tools the template is shown, after tool_choice (none → [], named → that one). */
-    tools: ToolDefinition[];
-    toolChoice: ToolChoice;
-    templateKwargs: Record<string, unknown>;
-    includeReasoning: boolean;
-    /** What the grammar enforces on the answer (`response_format`, `tool_choice` required or named). */
-    answer: AnswerConstraint | undefined;
-}
+/** A /v1/chat/completions request past the edge: validated, defaults applied, camelCase; the core's request plus the wire's own fields. */
+export interface ChatRequest extends ChatGenerationRequest, OpenAiRequestFields {}
 
 export function parseChatRequest(body: unknown, defaults: SamplingDefaults): ChatRequest {
     const wire = parseWire(chatWire, body);
@@ -92,7 +82,7 @@ export function parseChatRequest(body: unknown, defaults: SamplingDefaults): Cha
         parameters: tool.function.parameters ?? { type: "object", properties: {} }
     }));
     const toolChoice = resolveToolChoice(wire.tool_choice, offered);
-    const answer = answerConstraint(json, toolChoice, offered, wire.parallel_tool_calls !== false);
+    const answer = answerConstraint(json, toolChoice, offered, wire.parallel_tool_calls !== false, (index) => `tools[${index}].function.parameters`);
     if (answer !== undefined && wire.grammar != null) {
         throw new InvalidRequestError("grammar cannot be combined with response_format or an enforced tool_choice: both constrain the output.", "grammar");
     }

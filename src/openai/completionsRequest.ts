@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
+import type { CompletionGenerationRequest } from "../conversation/request.js";
 import { parseWire } from "./validation.js";
-import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type GenerationRequestFields, type SamplingDefaults } from "./sampling.js";
+import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "./sampling.js";
 
 const tokenIds = z.array(z.number().int("token ids must be integers"));
 
@@ -19,11 +20,8 @@ const completionsWire = z.object({
     ...samplingFields
 });
 
-/** A /v1/completions request past the edge: validated, defaults applied, camelCase. */
-export interface CompletionRequest extends GenerationRequestFields {
-    /** Text to tokenize, or token ids given by the client. */
-    prompt: { text: string } | { tokens: number[] };
-}
+/** A /v1/completions request past the edge: validated, defaults applied, camelCase; the core's request plus the wire's own fields. */
+export interface CompletionRequest extends CompletionGenerationRequest, OpenAiRequestFields {}
 
 export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults): CompletionRequest {
     const wire = parseWire(completionsWire, body);

@@ -1,9 +1,4 @@
-import type { GeneratedToken } from "../engine/types.js";
-
-/** What the logprob shapes need from the engine: a token's text and exact bytes. */
-export interface TokenPieces {
-    tokenPiece(token: number): { text: string; bytes: number[] };
-}
+import type { TokenLogprobs } from "../conversation/index.js";
 
 /** One entry of chat's `logprobs.content` (OpenAI's shape). */
 export interface WireChatLogprob {
@@ -19,16 +14,12 @@ export function chatLogprobs(content: WireChatLogprob[]): { content: WireChatLog
 }
 
 /** A generated token in chat's shape; `top_logprobs` is `[]` when `top_logprobs` was 0. */
-export function toChatLogprob(pieces: TokenPieces, generated: GeneratedToken): WireChatLogprob {
-    const piece = pieces.tokenPiece(generated.token);
+export function toChatLogprob(token: TokenLogprobs): WireChatLogprob {
     return {
-        token: piece.text,
-        logprob: generated.logprob ?? 0,
-        bytes: piece.bytes,
-        top_logprobs: (generated.topLogprobs ?? []).map((alternative) => {
-            const top = pieces.tokenPiece(alternative.token);
-            return { token: top.text, logprob: alternative.logprob, bytes: top.bytes };
-        })
+        token: token.text,
+        logprob: token.logprob,
+        bytes: token.bytes,
+        top_logprobs: token.top.map((alternative) => ({ token: alternative.text, logprob: alternative.logprob, bytes: alternative.bytes }))
     };
 }
 
@@ -50,16 +41,14 @@ export class CompletionLogprobs {
     private pending: WireCompletionLogprobs = emptyCompletionLogprobs();
     private offset = 0;
 
-    constructor(private readonly pieces: TokenPieces) {}
-
-    add(generated: GeneratedToken): void {
-        const text = this.pieces.tokenPiece(generated.token).text;
+    add(token: TokenLogprobs): void {
+        const text = token.text;
         this.pending.tokens.push(text);
-        this.pending.token_logprobs.push(generated.logprob ?? 0);
+        this.pending.token_logprobs.push(token.logprob);
         // No prototype: a token's text may be "constructor" or "__proto__".
         const top = Object.create(null) as Record<string, number>;
-        for (const alternative of generated.topLogprobs ?? []) {
-            const key = this.pieces.tokenPiece(alternative.token).text;
+        for (const alternative of token.top) {
+            const key = alternative.text;
             // Most likely first: a later token of the same text does not overwrite it.
             if (!Object.hasOwn(top, key)) top[key] = alternative.logprob;
         }

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
+import type { GenerationSettings } from "../conversation/request.js";
 import type { SamplingOptions } from "../engine/types.js";
-import { findGrammarDeadEnd } from "./grammarDeadEnd.js";
+import { findGrammarDeadEnd } from "../grammar/deadEnd.js";
 
 /** Maximum stop strings per request (OpenAI allows 4; llama-server and vLLM take more). */
 export const maxStopStrings = 16;
@@ -27,7 +28,7 @@ export const samplingFields = {
     ]).nullish(),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
-    // llama.cpp's own parser reports malformed grammars; this refuses the well-formed ones that would end the process.
+    // llama.cpp's own parser reports malformed grammars; this refuses the well-formed ones no generation can get through.
     grammar: z.string().superRefine((gbnf, context) => {
         const deadEnd = findGrammarDeadEnd(gbnf);
         if (deadEnd !== undefined) context.addIssue({ code: z.ZodIssueCode.custom, message: `${deadEnd}, so a generation that reaches it cannot go on.` });
@@ -90,24 +91,10 @@ export function rejectUnsupported(param: string, message: string): never {
     throw new InvalidRequestError(message, param);
 }
 
-/** n > 1 choices run side by side, one slot each: more than the server's slots is a 400 naming `n`. */
-export function checkChoiceCount(n: number, slots: number): void {
-    if (n > slots) {
-        throw new InvalidRequestError(`n is ${n}, but this server generates at most ${slots} choices at once (MAPLE_PARALLEL slots).`, "n");
-    }
-}
-
-/** The fields every generation request has past the edge, whatever its route. */
-export interface GenerationRequestFields {
+/** The fields every OpenAI generation request has past the edge, beside the core's own. */
+export interface OpenAiRequestFields extends GenerationSettings {
     model: string | undefined;
-    sampling: SamplingOptions;
-    maxTokens: number;
-    stop: string[];
     stream: boolean;
+    /** `stream_options.include_usage`: a last chunk with the usage. */
     includeUsage: boolean;
-    grammar: string | undefined;
-    /** Choices to generate (n); at most the server's slots, checked by the route. */
-    n: number;
-    /** The sampled token's logprob and `top` alternatives per token (chat 0–20, completions 0–5). */
-    logprobs: { top: number } | undefined;
 }

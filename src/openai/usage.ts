@@ -1,4 +1,4 @@
-import type { GenerationSummary } from "../generation/generateText.js";
+import type { Usage } from "../conversation/index.js";
 
 export interface WireUsage {
     prompt_tokens: number;
@@ -10,31 +10,17 @@ export interface WireUsage {
     reasoning_tokens?: number;
 }
 
-/** Token counts of one generation, or the sum over the choices of an n > 1 request (see `sumCounts`). */
-export type UsageCounts = Pick<GenerationSummary, "promptTokens" | "completionTokens" | "cachedTokens">;
-
-/**
- * The counts of a request from its choices' summaries: each choice counts its own generated
- * tokens, and only the first counts the prompt (evaluated once), so the sums are the request's.
- */
-export function sumCounts(summaries: readonly UsageCounts[]): UsageCounts {
-    return summaries.reduce<UsageCounts>((sum, summary) => ({
-        promptTokens: sum.promptTokens + summary.promptTokens,
-        completionTokens: sum.completionTokens + summary.completionTokens,
-        cachedTokens: sum.cachedTokens + summary.cachedTokens
-    }), { promptTokens: 0, completionTokens: 0, cachedTokens: 0 });
-}
-
-export function toWireUsage(summary: UsageCounts, reasoningTokens?: number): WireUsage {
-    const usage: WireUsage = {
-        prompt_tokens: summary.promptTokens,
-        completion_tokens: summary.completionTokens,
-        total_tokens: summary.promptTokens + summary.completionTokens,
-        prompt_tokens_details: { cached_tokens: summary.cachedTokens }
+/** OpenAI's usage object; `withReasoning`: chat's reasoning-token fields (a raw completion has none). */
+export function toWireUsage(usage: Usage, withReasoning: boolean): WireUsage {
+    const wire: WireUsage = {
+        prompt_tokens: usage.promptTokens,
+        completion_tokens: usage.completionTokens,
+        total_tokens: usage.promptTokens + usage.completionTokens,
+        prompt_tokens_details: { cached_tokens: usage.cachedTokens }
     };
-    if (reasoningTokens !== undefined) {
-        usage.completion_tokens_details = { reasoning_tokens: reasoningTokens };
-        usage.reasoning_tokens = reasoningTokens;
+    if (withReasoning) {
+        wire.completion_tokens_details = { reasoning_tokens: usage.reasoningTokens };
+        wire.reasoning_tokens = usage.reasoningTokens;
     }
-    return usage;
+    return wire;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { OutputPart } from "../chat/types.js";
+import type { FinishPart, GenerationPart } from "../conversation/index.js";
 import type { MapleError } from "../errors.js";
-import type { FinishReason } from "../generation/generateText.js";
+import { openAiErrorBody } from "../openai/errorBody.js";
 import { encodeReasoning } from "./reasoningCarrier.js";
 import { responseObject, type ResponseIdentity, type ResponseStatus, type ResponseUsageCounts } from "./responseObject.js";
 import type { ResponsesTool } from "./responsesRequest.js";
@@ -39,7 +39,7 @@ function randomItemId(prefix: string): string {
  * the openai SDK accumulates) and as its `summary`. Maple has no summariser, so the summary is the
  * trace itself; it is always sent because the AI SDK and Codex read reasoning only from summaries.
  *
- * Turns output-parser parts into the Responses API's streaming events, numbered by
+ * Turns the generation core's parts into the Responses API's streaming events, numbered by
  * `sequence_number`, and keeps the response's output items as they grow: the non-streaming
  * response, the stored one and the final event are all snapshots of the same state, so the two
  * paths cannot drift apart. Pure: no I/O, no clock (`completedAt` comes in).
@@ -75,21 +75,22 @@ export class ResponseEventWriter {
         return [this.event("response.created", { response: snapshot }), this.event("response.in_progress", { response: snapshot })];
     }
 
-    /** Events for newly decided parts. */
-    parts(parts: readonly OutputPart[]): ResponseEvent[] {
+    /**
+     * Events for one part of the core's stream. `finish` goes to `finish` instead (it needs the
+     * clock); logprobs are not served here (refused at the edge).
+     */
+    part(part: Exclude<GenerationPart, FinishPart>): ResponseEvent[] {
         const events: ResponseEvent[] = [];
-        for (const part of parts) {
-            if (part.type === "tool_call") {
+        if (part.type === "tool-call") {
+            this.close(events, "completed");
+            this.toolCall(events, part.name, part.arguments);
+        } else if (part.type !== "logprobs") {
+            const kind = part.type === "reasoning-delta" ? "reasoning" : "message";
+            if (this.open?.kind !== kind) {
                 this.close(events, "completed");
-                this.toolCall(events, part.name, part.arguments);
-            } else if (part.text !== "") {
-                const kind = part.type === "reasoning" ? "reasoning" : "message";
-                if (this.open?.kind !== kind) {
-                    this.close(events, "completed");
-                    this.openItem(events, kind);
-                }
-                this.delta(events, this.open!, part.text);
+                this.openItem(events, kind);
             }
+            this.delta(events, this.open!, part.text);
         }
         return events;
     }
@@ -98,7 +99,7 @@ export class ResponseEventWriter {
      * The end of generation: closes the open item and sends `response.completed`, or
      * `response.incomplete` when max_output_tokens cut it (the open item is then incomplete too).
      */
-    finish(finishReason: FinishReason, usage: ResponseUsageCounts, completedAt: number): ResponseEvent[] {
+    finish(finishReason: FinishPart["reason"], usage: ResponseUsageCounts, completedAt: number): ResponseEvent[] {
         const events: ResponseEvent[] = [];
         const cut = finishReason === "length";
         this.close(events, cut ? "incomplete" : "completed");
@@ -111,7 +112,7 @@ export class ResponseEventWriter {
     fail(error: MapleError): ResponseEvent[] {
         const events: ResponseEvent[] = [];
         this.close(events, "incomplete");
-        const code = error.code ?? error.type;
+        const code = error.code ?? openAiErrorBody(error).error.type;
         events.push(this.event("error", { code, message: error.message, param: error.param }));
         events.push(this.event("response.failed", { response: this.response("failed", { error: { code, message: error.message } }) }));
         return events;

@@ -1,4 +1,4 @@
-import type { UsageCounts } from "../openai/usage.js";
+import type { Usage } from "../conversation/index.js";
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed" | "cancelled";
 
@@ -11,9 +11,8 @@ export interface ResponseIdentity {
     echo: Record<string, unknown>;
 }
 
-export interface ResponseUsageCounts extends UsageCounts {
-    reasoningTokens: number;
-}
+/** The core's usage: prompt, cached, completion and reasoning tokens. */
+export type ResponseUsageCounts = Usage;
 
 /** OpenAI's Responses usage: `input_tokens`, `output_tokens` and their details. */
 export function toResponseUsage(counts: ResponseUsageCounts): Record<string, unknown> {

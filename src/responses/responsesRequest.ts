@@ -1,9 +1,8 @@
-import type { AnswerConstraint } from "../chat/answerGrammar.js";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
 import { InvalidRequestError, NotFoundError } from "../errors.js";
-import { answerConstraint, grammarSchema } from "../openai/answerConstraint.js";
-import type { ToolChoice } from "../openai/chatRequest.js";
-import { resolveMaxTokens, toSamplingOptions, toStopList, type GenerationRequestFields, type SamplingDefaults } from "../openai/sampling.js";
+import { grammarSchema } from "../grammar/clientSchema.js";
+import { resolveMaxTokens, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "../openai/sampling.js";
 import { paramPath, parseWire } from "../openai/validation.js";
 import { decodeReasoning } from "./reasoningCarrier.js";
 import { responsesWire, type ResponsesWire, type WireItem, type WireTool, type WireToolChoice } from "./responsesWire.js";
@@ -15,10 +14,12 @@ export interface ResponsesTool {
     /** The namespace it was listed under (a `namespace` tool); its calls carry it. */
     namespace?: string;
     definition: ToolDefinition;
+    /** Where its parameters sit in the request, for the error refusing a schema the grammar cannot enforce. */
+    parametersParam?: string;
 }
 
 /** A /v1/responses request past the edge: validated, converted to Maple's conversation and sampling. */
-export interface ResponsesRequest extends GenerationRequestFields {
+export interface ResponsesRequest extends Omit<ChatGenerationRequest, "messages">, OpenAiRequestFields {
     /** `instructions`, as a system message at the front; not carried over to a continuation. */
     instructions: string | undefined;
     /** This request's input as conversation turns (earlier turns come from `previousResponseId`). */
@@ -28,11 +29,6 @@ export interface ResponsesRequest extends GenerationRequestFields {
     previousResponseId: string | undefined;
     /** Every offered tool (after flattening namespaces). */
     offered: ResponsesTool[];
-    /** The tools the template is shown, after tool_choice (none → [], named → that one). */
-    tools: ToolDefinition[];
-    toolChoice: ToolChoice;
-    templateKwargs: Record<string, unknown>;
-    answer: AnswerConstraint | undefined;
     store: boolean;
     /** `include: ["reasoning.encrypted_content"]`: reasoning items carry the trace in a form the client can send back. */
     includeEncryptedReasoning: boolean;
@@ -73,7 +69,8 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
     const definitions = offered.map((tool) => tool.definition);
     const toolChoice = resolveToolChoice(wire.tool_choice, offered);
     const json = parseTextFormat(wire.text?.format);
-    const answer = answerConstraint(json, toolChoice, definitions, wire.parallel_tool_calls !== false);
+    const answer = answerConstraint(json, toolChoice, definitions, wire.parallel_tool_calls !== false,
+        (index) => offered[index]?.parametersParam ?? `tools[${index}].parameters`);
     if (answer !== undefined && wire.grammar != null) {
         throw new InvalidRequestError("grammar cannot be combined with text.format or an enforced tool_choice: both constrain the output.", "grammar");
     }
@@ -94,6 +91,7 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
         toolChoice,
         templateKwargs,
         answer,
+        includeReasoning: true,
         store,
         includeEncryptedReasoning: include.includes("reasoning.encrypted_content"),
         sampling: toSamplingOptions(wire, defaults),
@@ -168,7 +166,7 @@ function toTool(tool: WireTool, at: string, namespace: string | undefined): Resp
         if (parameters != null && (typeof parameters !== "object" || Array.isArray(parameters))) {
             throw new InvalidRequestError("A function tool's parameters must be a JSON schema object.", `${at}.parameters`);
         }
-        return { kind: "function", ...inNamespace, definition: { name: named(), ...description, parameters: (parameters as Record<string, unknown> | null) ?? { type: "object", properties: {} } } };
+        return { kind: "function", ...inNamespace, parametersParam: `${at}.parameters`, definition: { name: named(), ...description, parameters: (parameters as Record<string, unknown> | null) ?? { type: "object", properties: {} } } };
     }
     if (tool.type === "custom") {
         // A freeform tool takes text: the model calls it as a function with one string argument.

@@ -83,8 +83,7 @@ export class Scheduler {
             return Promise.resolve(this.takeFreeSlots(count, promptTokens).map((slot) => this.lease(slot, enqueuedAt)));
         }
         if (this.waiters.length >= this.options.maxQueueDepth) {
-            return Promise.reject(new EngineOverloadedError(
-                `The server is busy: ${this.waiters.length} requests are already waiting (MAPLE_MAX_QUEUE_DEPTH). Retry later.`, "queue_full"));
+            return Promise.reject(EngineOverloadedError.queueFull(this.waiters.length));
         }
         return new Promise<SlotLease[]>((resolve, reject) => {
             const leave = (): void => {
@@ -101,8 +100,7 @@ export class Scheduler {
             const timer = setTimeout(() => {
                 leave();
                 this.grantWaiters();
-                reject(new EngineOverloadedError(
-                    `Timed out after ${this.options.queueTimeoutMs / 1000} s waiting for a free slot (MAPLE_QUEUE_TIMEOUT). Retry later.`, "queue_timeout"));
+                reject(EngineOverloadedError.queueTimeout(this.options.queueTimeoutMs));
             }, this.options.queueTimeoutMs);
             const waiter: Waiter = {
                 promptTokens,

@@ -9,7 +9,7 @@ import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chat/template.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost, type ReadyModel } from "./modelHost.js";
+import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
 
 export type LoadStage = "download" | "write" | "load";
 

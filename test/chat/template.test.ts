@@ -8,7 +8,7 @@ import {
     TemplateRenderError,
     type RenderChatOptions
 } from "../../src/chat/template.js";
-import { mapleChatTemplate, qwen3ChatTemplate } from "../../src/chat/templates/maple.js";
+import { mapleChatTemplate, qwen3ChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 import type { ChatMessage, ToolDefinition } from "../../src/chat/types.js";
 
 /** The real Qwen3 template, as the tokenizer package ships it. */

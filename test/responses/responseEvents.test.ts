@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ChatOutputParser } from "../../src/chat/outputParser.js";
+import type { OutputPart } from "../../src/chat/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
 import { ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
 import { decodeReasoning } from "../../src/responses/reasoningCarrier.js";
@@ -28,12 +29,20 @@ function writer(options: { encrypted?: boolean } = {}): ResponseEventWriter {
     });
 }
 
+/** The output parser's parts as the generation core yields them, into the writer. */
+function feed(events: ResponseEventWriter, parts: readonly OutputPart[]): ResponseEvent[] {
+    let calls = 0;
+    // The core never yields an empty delta.
+    return parts.filter((part) => part.type === "tool_call" || part.text !== "").flatMap((part) => events.part(part.type === "tool_call" ? { type: "tool-call", index: calls++, name: part.name, arguments: part.arguments }
+        : { type: part.type === "reasoning" ? "reasoning-delta" : "text-delta", text: part.text }));
+}
+
 function replay(pieces: string[], options: { encrypted?: boolean } = {}): ResponseEvent[] {
     const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
     const events = writer(options);
     const all = [...events.start()];
-    for (const piece of pieces) all.push(...events.parts(parser.push(piece)));
-    all.push(...events.parts(parser.flush()));
+    for (const piece of pieces) all.push(...feed(events, parser.push(piece)));
+    all.push(...feed(events, parser.flush()));
     all.push(...events.finish("stop", { promptTokens: 10, completionTokens: 20, cachedTokens: 4, reasoningTokens: 5 }, 2));
     return all;
 }
@@ -125,14 +134,14 @@ describe("ResponseEventWriter", () => {
     it("a cut by max_output_tokens ends incomplete; a failure is an error event then response.failed", () => {
         const cut = writer();
         const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: false });
-        const events = [...cut.start(), ...cut.parts(parser.push("half a thou")), ...cut.finish("length", { promptTokens: 1, completionTokens: 3, cachedTokens: 0, reasoningTokens: 3 }, 2)];
+        const events = [...cut.start(), ...feed(cut, parser.push("half a thou")), ...cut.finish("length", { promptTokens: 1, completionTokens: 3, cachedTokens: 0, reasoningTokens: 3 }, 2)];
         assert.equal(events.at(-2)!.type, "response.output_item.done");
         assert.equal((events.at(-2)!["item"] as Record<string, unknown>)["status"], "incomplete");
         assert.equal(events.at(-1)!.type, "response.incomplete");
         assert.deepEqual((events.at(-1)!["response"] as Record<string, unknown>)["incomplete_details"], { reason: "max_output_tokens" });
 
         const failing = writer();
-        const started = [...failing.start(), ...failing.parts([{ type: "content", text: "Hel" }])];
+        const started = [...failing.start(), ...feed(failing, [{ type: "content", text: "Hel" }])];
         const failed = failing.fail(new InvalidRequestError("boom", "input"));
         const types = failed.map((event) => event.type);
         assert.deepEqual(types.slice(-2), ["error", "response.failed"]);

@@ -39,7 +39,7 @@ describe("Scheduler", () => {
         const scheduler = new Scheduler({ slots: 1, maxQueueDepth: 1, queueTimeoutMs: 50 });
         const holder = await scheduler.acquire([], never);
         const waiting = scheduler.acquire([], never);
-        await assert.rejects(scheduler.acquire([], never), (error: unknown) => error instanceof EngineOverloadedError && error.code === "engine_overloaded" && error.headers["retry-after"] === "5");
+        await assert.rejects(scheduler.acquire([], never), (error: unknown) => error instanceof EngineOverloadedError && error.code === "engine_overloaded" && error.retryAfterSeconds === 5);
         await assert.rejects(waiting, (error: unknown) => error instanceof EngineOverloadedError && /Timed out/.test(error.message));
         assert.equal(scheduler.queueDepth, 0);
         holder.release();

@@ -1,7 +1,9 @@
+import type { FastifyRequest } from "fastify";
 import type { MapleConfig } from "../../config/settings.js";
+import type { GenerationOptions } from "../../conversation/index.js";
 import type { MapleMetrics } from "../../metrics/metrics.js";
 import type { SamplingDefaults } from "../../openai/sampling.js";
-import type { ModelHost } from "../../server/modelHost.js";
+import type { ModelHost } from "../../serving/modelHost.js";
 
 /** What every route is given: the config, the served model, and the checks they share. */
 export interface RouteContext {
@@ -17,4 +19,9 @@ export interface RouteContext {
     shutdownSignal: AbortSignal;
     /** The model id to echo; 404 under MAPLE_STRICT_MODEL when the request names another. */
     checkModel(requested: string | undefined): string;
+    /**
+     * How a generation route runs its request through the core: `signal` (the request's
+     * cancellation), the prompt limit, the metrics observers, and MAPLE_LOG_PROMPTS' debug line.
+     */
+    generationOptions(request: FastifyRequest, signal: AbortSignal): GenerationOptions;
 }

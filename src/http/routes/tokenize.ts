@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { parseTokenizeRequest } from "../../openai/tokenizeRequest.js";
-import { renderConversation } from "../../openai/renderConversation.js";
-import { checkPromptCharacters } from "../../openai/promptTokens.js";
+import { checkPromptCharacters } from "../../conversation/promptChecks.js";
+import { renderConversation } from "../../conversation/renderConversation.js";
 import type { RouteContext } from "./routeContext.js";
 
 /**

@@ -2,7 +2,7 @@ import { attentionTensors, embeddingTensors, normWeight, projectionWeight } from
 import { commonMetadata } from "./commonMetadata.js";
 import { GgmlType } from "./ggmlTypes.js";
 import { LlamaFileType } from "./llamaFileTypes.js";
-import { mapleChatTemplate } from "../../chat/templates/maple.js";
+import { mapleChatTemplate } from "./mapleChatTemplate.js";
 import { boolArray, f32Array, u32, type MetadataEntries } from "./metadataValues.js";
 import type { MapleModelSpec } from "./modelSpec.js";
 import type { TensorPlan } from "./tensorPlan.js";

@@ -25,7 +25,7 @@ export function checkPromptCharacters(text: string, limit: number, param: string
 
 /**
  * Tokenizes prompt text as llama-server does (special tokens in the text are parsed, BOS added
- * when the model wants one), then checks it against the prompt limit: 400 context_length_exceeded.
+ * when the model wants one), then checks it against the prompt limit (context_length_exceeded).
  */
 export function tokenizePrompt(engine: Engine, text: string, limit: number, param: string): number[] {
     checkPromptCharacters(text, limit, param);
@@ -52,7 +52,14 @@ export function checkPromptLength(tokens: readonly number[], limit: number, para
     }
 }
 
-/** `logit_bias` keys are token ids: each must be in the vocabulary (400 naming `logit_bias`). */
+/** n > 1 choices run side by side, one slot each: more than the server's slots is an invalid request naming `n`. */
+export function checkChoiceCount(n: number, slots: number): void {
+    if (n > slots) {
+        throw new InvalidRequestError(`n is ${n}, but this server generates at most ${slots} choices at once (MAPLE_PARALLEL slots).`, "n");
+    }
+}
+
+/** `logit_bias` keys are token ids: each must be in the vocabulary (an invalid request naming `logit_bias`). */
 export function checkLogitBias(engine: Pick<Engine, "isValidToken" | "model">, sampling: SamplingOptions): void {
     for (const token of sampling.logitBias?.keys() ?? []) {
         if (!engine.isValidToken(token)) {

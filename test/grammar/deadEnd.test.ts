@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { findGrammarDeadEnd } from "../../src/openai/grammarDeadEnd.js";
+import { findGrammarDeadEnd } from "../../src/grammar/deadEnd.js";
 
 describe("findGrammarDeadEnd: GBNF elements no token can get past", () => {
     for (const grammar of [

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { toGrammarSchema, toolCallGrammarSchema, UnsupportedSchemaError } from "../../src/engine/grammarJsonSchema.js";
-import { anyObjectGrammarRules, schemaGrammarRules } from "../../src/engine/jsonGrammarRules.js";
-import { answerGbnf, mayOpenThink, prefixRuleNames } from "../../src/chat/answerGrammar.js";
+import { toGrammarSchema, toolCallGrammarSchema, UnsupportedSchemaError } from "../../src/grammar/jsonSchemaSubset.js";
+import { anyObjectGrammarRules, schemaGrammarRules } from "../../src/grammar/jsonGrammarRules.js";
+import { answerGbnf, mayOpenThink, prefixRuleNames } from "../../src/grammar/answerGrammar.js";
 
 /** The mapping of client schemas onto node-llama-cpp's converter subset; no engine needed. */
 

@@ -1,15 +1,10 @@
 import { ModelLoadingError, ServerError } from "../errors.js";
-import type { ChatTemplateSource } from "../chat/chatPrompt.js";
-import type { Engine } from "../engine/types.js";
-import type { Scheduler } from "../scheduler/scheduler.js";
+import type { ServingModel } from "../conversation/index.js";
 
-export interface ReadyModel {
-    engine: Engine;
-    scheduler: Scheduler;
+/** A loaded model as the generation core serves it (its chat template: --chat-template, else the GGUF's own, else ChatML), and where it came from. */
+export interface ReadyModel extends ServingModel {
     /** What was asked for, as /health reports it in `model_path`. */
     source: string;
-    /** The chat template in force: --chat-template, else the GGUF's own, else ChatML. */
-    chatTemplate: ChatTemplateSource;
 }
 
 export type ModelState =

@@ -1,6 +1,7 @@
-import type { Engine, EngineGrammar, GrammarJsonSchema, GrammarSelector } from "../engine/types.js";
-import { jsonValueRule } from "../engine/jsonGrammarRules.js";
-import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "./markers.js";
+import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chat/markers.js";
+import { definedRuleNames, scanGbnf } from "./gbnfScanner.js";
+import { jsonValueRule } from "./jsonGrammarRules.js";
+import type { GrammarJsonSchema } from "./jsonSchemaSubset.js";
 
 /**
  * What a chat answer must be, enforced by grammar on the answer only (the reasoning before
@@ -14,12 +15,22 @@ export interface AnswerConstraint {
     toolCalls?: { callSchema: GrammarJsonSchema; parallel: boolean };
 }
 
+/**
+ * What building the answer's grammars needs from the engine (`Engine` implements it): compiling
+ * GBNF, and the JSON rules of a schema. `Grammar` is the engine's compiled grammar.
+ */
+export interface GrammarCompiler<Grammar> {
+    createGrammar(gbnf: string): Promise<Grammar>;
+    /** GBNF defining `maple-json`: one JSON value matching `schema`, or any JSON object when undefined. */
+    jsonGrammarRules(schema: GrammarJsonSchema | undefined): Promise<string>;
+}
+
 /** The grammars a chat generation switches between (see `answerGrammarSelector`). */
-export interface AnswerGrammars {
+export interface AnswerGrammars<Grammar> {
     /** From the first token, while no reasoning happened (when the prompt opened the think block, never). */
-    initial: EngineGrammar;
+    initial: Grammar;
     /** Started afresh once a think block closed. */
-    afterReasoning: EngineGrammar;
+    afterReasoning: Grammar;
 }
 
 /**
@@ -74,27 +85,11 @@ export function answerGbnf(constraint: AnswerConstraint, rules: { json?: string;
  * character classes and comments are left alone).
  */
 export function prefixRuleNames(gbnf: string, prefix: string): string {
-    const names = new Set([...gbnf.matchAll(/^([a-zA-Z0-9_-]+)\s*::=/gm)].map((match) => match[1]!));
+    const names = definedRuleNames(gbnf);
     let renamed = "";
-    for (let index = 0; index < gbnf.length;) {
-        const character = gbnf[index]!;
-        let end = index + 1;
-        if (character === "\"" || character === "[") {
-            const close = character === "\"" ? "\"" : "]";
-            while (end < gbnf.length && gbnf[end] !== close) end += gbnf[end] === "\\" ? 2 : 1;
-            end += 1;
-            renamed += gbnf.slice(index, end);
-        } else if (character === "#") {
-            while (end < gbnf.length && gbnf[end] !== "\n") end += 1;
-            renamed += gbnf.slice(index, end);
-        } else if (/[a-zA-Z0-9_-]/.test(character)) {
-            while (end < gbnf.length && /[a-zA-Z0-9_-]/.test(gbnf[end]!)) end += 1;
-            const word = gbnf.slice(index, end);
-            renamed += names.has(word) ? prefix + word : word;
-        } else {
-            renamed += character;
-        }
-        index = end;
+    for (const element of scanGbnf(gbnf)) {
+        const text = gbnf.slice(element.start, element.end);
+        renamed += element.kind === "name" && names.has(text) ? prefix + text : text;
     }
     return renamed;
 }
@@ -109,8 +104,8 @@ export function mayOpenThink(prompt: { text: string; startsInReasoning: boolean 
 }
 
 /** Compiles the grammars for one request's constraint (shared by its choices; cached by the engine). */
-export async function answerGrammars(engine: Pick<Engine, "createGrammar" | "jsonGrammarRules">, constraint: AnswerConstraint,
-    prompt: { text: string; startsInReasoning: boolean }): Promise<AnswerGrammars> {
+export async function answerGrammars<Grammar>(engine: GrammarCompiler<Grammar>, constraint: AnswerConstraint,
+    prompt: { text: string; startsInReasoning: boolean }): Promise<AnswerGrammars<Grammar>> {
     const rules = {
         json: constraint.json === undefined ? undefined : await engine.jsonGrammarRules(constraint.json.schema),
         toolCall: constraint.toolCalls === undefined ? undefined : await engine.jsonGrammarRules(constraint.toolCalls.callSchema)
@@ -123,10 +118,10 @@ export async function answerGrammars(engine: Pick<Engine, "createGrammar" | "jso
 /**
  * The grammar of each token of one chat choice: none while the parser is in reasoning (the think
  * block stays free), `initial` while no reasoning happened, and `afterReasoning` (a fresh state,
- * see `GrammarSelector`) once a think block closed. The route pushes each token's text into the
- * parser before the next token is sampled, so the parser is never behind.
+ * see the engine's `GrammarSelector`) once a think block closed. The generation core pushes each
+ * token's text into the parser before the next token is sampled, so the parser is never behind.
  */
-export function answerGrammarSelector(parser: { readonly inReasoning: boolean }, grammars: AnswerGrammars): GrammarSelector {
+export function answerGrammarSelector<Grammar>(parser: { readonly inReasoning: boolean }, grammars: AnswerGrammars<Grammar>): () => Grammar | undefined {
     let reasoned = false;
     return () => {
         if (parser.inReasoning) {

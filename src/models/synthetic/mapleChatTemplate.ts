@@ -1,6 +1,7 @@
 /**
- * Chat templates Maple ships: the stock Qwen3 template, and Maple's variant of it that the synthetic
- * model writer embeds in its GGUFs.
+ * The chat template maple-preview's GGUFs carry (Maple's variant of the stock Qwen3 template),
+ * which the synthetic model writer embeds as `tokenizer.chat_template`. The server never reads it
+ * from here: it uses whatever template the served GGUF carries (see `src/chat/template.ts`).
  */
 
 /**
