@@ -254,17 +254,21 @@ class LlamaEngine implements Engine {
         if (sequence === undefined) throw new RangeError(`no slot ${slot}`);
         const prompt = request.promptTokens as Token[];
         const cachedPromptTokens = await reusePrefix(sequence, prompt, this.barrier);
-        const generation = this.generate(slot, sequence, prompt.slice(cachedPromptTokens), request);
+        const generation = this.generate(slot, sequence, prompt, cachedPromptTokens, request);
         return { cachedPromptTokens, tokens: () => generation };
     }
 
-    private async *generate(slot: number, sequence: LlamaContextSequence, input: Token[], request: GenerationRequest): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
+    /** Generates in `sequence`, which holds the first `cached` tokens of `prompt` already. */
+    private async *generate(slot: number, sequence: LlamaContextSequence, prompt: Token[], cached: number,
+        request: GenerationRequest): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
+        const input = prompt.slice(cached);
         const { sampling, signal } = request;
         const grammarEvaluationState = this.grammarEvaluation(request);
         const tokenBias = this.tokenBias(sampling);
         // Probabilities only when asked for: at temperature 0 they are a full-vocabulary sort and copy per token.
         const metadata = request.logprobs === undefined ? {} : { confidence: true, probabilities: request.logprobs.top > 0 };
         const penalties = sampling.repetitionPenalty !== undefined || sampling.presencePenalty || sampling.frequencyPenalty;
+        const penaltyWindow = penalties ? new PenaltyWindow(prompt.slice(Math.max(0, cached - penaltyWindowSize), cached), input) : undefined;
         const evaluation = sequence.evaluateWithMetadata(input, metadata, {
             temperature: sampling.temperature,
             topK: sampling.topK,
@@ -273,10 +277,9 @@ class LlamaEngine implements Engine {
             seed: sampling.seed ?? randomSeed(),
             grammarEvaluationState,
             tokenBias,
-            // llama.cpp's penalty window: the last 64 tokens (repeat_last_n).
-            repeatPenalty: penalties
+            repeatPenalty: penaltyWindow !== undefined
                 ? {
-                    punishTokens: () => sequence.contextTokens.slice(-64),
+                    punishTokens: () => penaltyWindow.tokens,
                     penalty: sampling.repetitionPenalty ?? 1,
                     presencePenalty: sampling.presencePenalty ?? 0,
                     frequencyPenalty: sampling.frequencyPenalty ?? 0
@@ -301,6 +304,7 @@ class LlamaEngine implements Engine {
                 const token = output.token;
                 if (signal.aborted) break;
                 if (this.llamaModel.isEogToken(token)) return { reason: "eog", token };
+                penaltyWindow?.decoding(token);
                 yield request.logprobs === undefined ? { token } : withLogprobs(output, request.logprobs.top);
                 generated += 1;
                 if (generated >= request.maxTokens) return { reason: "length" };
@@ -373,6 +377,38 @@ class LlamaEngine implements Engine {
     async dispose(): Promise<void> {
         await this.context.dispose();
         await this.llamaModel.dispose();
+    }
+}
+
+/** llama.cpp's penalty window: the last 64 tokens (repeat_last_n). */
+const penaltyWindowSize = 64;
+
+/**
+ * The tokens penalties look at, kept up to date token by token. node-llama-cpp reads them when it
+ * samples, which is inside the decode of the step's batch: the sequence then holds what was
+ * decoded before that batch (at the first token, the cached prefix; at the next, the whole
+ * prompt; then each token one step late), and that is what this window holds. Reading the
+ * sequence's `contextTokens` instead copied the whole context at every token.
+ */
+class PenaltyWindow {
+    /** At most the last `penaltyWindowSize` tokens the sequence holds. */
+    private held: Token[];
+    /** The batch being decoded while the next token is sampled: the prompt's uncached part, then each sampled token. */
+    private batch: readonly Token[];
+
+    constructor(held: readonly Token[], input: readonly Token[]) {
+        this.held = held.slice(-penaltyWindowSize);
+        this.batch = input;
+    }
+
+    get tokens(): Token[] {
+        return this.held;
+    }
+
+    /** `token` was sampled: the batch before it is now in the sequence, and `token` is decoded next. */
+    decoding(token: Token): void {
+        this.held = this.held.concat(this.batch.slice(-penaltyWindowSize)).slice(-penaltyWindowSize);
+        this.batch = [token];
     }
 }
 
