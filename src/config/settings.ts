@@ -34,6 +34,12 @@ export interface MapleConfig {
     drainSeconds: number;
     /** Sent as the `x-maple-replica` response header (none when unset). */
     replicaId: string | undefined;
+    /** Stored /v1/responses responses kept at most (the oldest go first). */
+    responsesStoreMaxCount: number;
+    /** Bytes of stored /v1/responses responses kept at most (their JSON size; the oldest go first). */
+    responsesStoreMaxBytes: number;
+    /** Seconds a stored /v1/responses response is kept after it was created. */
+    responsesStoreTtlSeconds: number;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
     /** Prompt cache in host memory, MiB; undefined: chosen from the machine's memory and the model (defaultCacheRamMiB). */
@@ -190,6 +196,12 @@ export const settings = [
     define({ key: "replicaId", flag: "replica-id", env: "MAPLE_REPLICA_ID", valueName: "NAME", defaultValue: () => undefined,
         defaultText: "none (no header)", help: "Sent as the x-maple-replica response header, so responses through a balancer show which replica answered",
         parse: nonEmpty }),
+    define({ key: "responsesStoreMaxCount", flag: "responses-store-max", env: "MAPLE_RESPONSES_STORE_MAX", valueName: "N", defaultValue: () => 1000,
+        help: "Stored /v1/responses responses kept in memory (store: true); the oldest are dropped beyond this, 0 stores none", parse: integer(0, 1_000_000) }),
+    define({ key: "responsesStoreMaxBytes", flag: "responses-store-bytes", env: "MAPLE_RESPONSES_STORE_BYTES", valueName: "BYTES", defaultValue: () => 64 * 1024 * 1024,
+        help: "Memory for stored responses (their JSON size); the oldest are dropped beyond this", parse: integer(0, 1 << 40) }),
+    define({ key: "responsesStoreTtlSeconds", flag: "responses-store-ttl", env: "MAPLE_RESPONSES_STORE_TTL", valueName: "SECONDS", defaultValue: () => 3600,
+        help: "How long a stored response can be read or continued (previous_response_id) before it expires", parse: decimal(1, 30 * 86400) }),
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,

@@ -16,6 +16,7 @@ import { messagesRoute } from "./routes/messages.js";
 import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
+import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 import { serveUnprefixedAliases } from "./unprefixedAliases.js";
@@ -77,7 +78,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         // Off unless configured: a browser page on another origin cannot call the API by default.
         void app.register(cors, {
             origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
-            methods: ["GET", "POST", "OPTIONS"],
+            methods: ["GET", "POST", "DELETE", "OPTIONS"],
             // No allowedHeaders: the preflight's Access-Control-Request-Headers are echoed (with
             // Vary), so Stainless-generated SDKs (openai, anthropic) and their x-stainless-* headers
             // pass. `*` would not do: it never covers Authorization. No cookies are involved.
@@ -168,6 +169,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     chatCompletionsRoute(app, context);
     messagesRoute(app, context);
     messagesCountTokensRoute(app, context);
+    responsesRoute(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

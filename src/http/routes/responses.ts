@@ -1,0 +1,182 @@
+import type { FastifyInstance } from "fastify";
+import type { ChatMessage } from "../../chat/types.js";
+import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../conversation/index.js";
+import { InvalidRequestError, NotFoundError, RequestAbortedError } from "../../errors.js";
+import { newId, unixSeconds } from "../../openai/ids.js";
+import { ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
+import type { ResponseIdentity } from "../../responses/responseObject.js";
+import { parseResponsesRequest, type ResponsesRequest } from "../../responses/responsesRequest.js";
+import { assistantTurn } from "../../responses/outputConversation.js";
+import { ResponseStore } from "../../responses/responseStore.js";
+import { openAiErrorFormat, type ErrorFormat } from "../errorFormat.js";
+import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { requestCancellation } from "../requestSignal.js";
+import type { SseEvent } from "../sse.js";
+import type { RouteContext } from "./routeContext.js";
+
+/** A response being generated: POST /v1/responses/{id}/cancel stops it. */
+interface RunningResponse {
+    cancel: AbortController;
+    writer: ResponseEventWriter;
+}
+
+/** The conversation a request renders: instructions first, then the turns it continues, then its input. */
+function conversationOf(request: ResponsesRequest, earlier: readonly ChatMessage[]): { history: ChatMessage[]; messages: ChatMessage[] } {
+    const history = [...earlier, ...request.input];
+    const messages: ChatMessage[] = request.instructions === undefined ? history : [{ role: "system", content: request.instructions }, ...history];
+    return { history, messages };
+}
+
+/** Each Responses event is named by its `type`. */
+function sseEvents(events: readonly ResponseEvent[]): SseEvent[] {
+    return events.map((event) => ({ event: event.type, data: event }));
+}
+
+/**
+ * POST /v1/responses and its companions: OpenAI's Responses API on the generation core (the core's
+ * parts become Responses events); responses are kept in a bounded in-memory store (`store`,
+ * default true) for GET, DELETE, input_items and previous_response_id.
+ */
+export function responsesRoute(app: FastifyInstance, context: RouteContext): void {
+    const { config } = context;
+    const store = new ResponseStore({
+        maxCount: config.responsesStoreMaxCount, maxBytes: config.responsesStoreMaxBytes, ttlMs: config.responsesStoreTtlSeconds * 1000
+    });
+    const running = new Map<string, RunningResponse>();
+
+    /** Reads a request into the core's: the stored turns it continues, then its own. */
+    const prepare = (body: unknown): { parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest } => {
+        const parsed = parseResponsesRequest(body, context.samplingDefaults, (id) => store.item(id));
+        const modelId = context.checkModel(parsed.model);
+        let earlier: ChatMessage[] = [];
+        if (parsed.previousResponseId !== undefined) {
+            const previous = store.get(parsed.previousResponseId);
+            if (previous === undefined) {
+                throw new NotFoundError(`Previous response with id '${parsed.previousResponseId}' not found: it was not stored (store: false), was deleted, or expired.`,
+                    "previous_response_id", "previous_response_not_found");
+            }
+            earlier = previous.conversation;
+        }
+        const { history, messages } = conversationOf(parsed, earlier);
+        return { parsed, modelId, history, chat: { ...parsed, messages } };
+    };
+
+    app.post("/v1/responses", async (request, reply) => {
+        const model = context.host.requireReady();
+        // First, so a client that leaves during any await below still cancels its request.
+        const cancellation = requestCancellation(request, reply, context.shutdownSignal);
+        const { parsed, modelId, history, chat } = prepare(request.body);
+        const cancel = new AbortController();
+        const options = { ...context.generationOptions(request, AbortSignal.any([cancellation.signal, cancel.signal])), promptParam: "input" };
+        const generation = await startChatGeneration(model, chat, options);
+        const identity: ResponseIdentity = { id: newId("resp", "_"), createdAt: unixSeconds(), model: modelId, echo: parsed.echo };
+        const writer = new ResponseEventWriter(identity, { tools: parsed.offered, encryptedReasoning: parsed.includeEncryptedReasoning });
+        running.set(identity.id, { cancel, writer });
+        /** Stores the final response (store: true) and returns the events that carry it. */
+        const keep = (events: ResponseEvent[]): ResponseEvent[] => {
+            if (parsed.store) {
+                store.put({
+                    id: identity.id, response: finalResponse(events), inputItems: parsed.inputItems,
+                    conversation: [...history, assistantTurn(writer.items)]
+                });
+            }
+            return events;
+        };
+        const cancelledByRequest = (): boolean => cancel.signal.aborted && !cancellation.signal.aborted;
+        let final: Record<string, unknown> | undefined;
+        const events = (part: GenerationPart): ResponseEvent[] => {
+            if (part.type !== "finish") return writer.part(part);
+            const done = keep(writer.finish(part.reason, part.usage, unixSeconds()));
+            final = finalResponse(done);
+            return done;
+        };
+        try {
+            if (parsed.stream) {
+                // After the first byte a failure is an `error` event and `response.failed`; a
+                // cancelled response ends with `response.failed` whose status is `cancelled`. No
+                // `[DONE]`: the Responses stream has none (the AI SDK would read it as a malformed event).
+                const errorFormat: ErrorFormat = {
+                    response: openAiErrorFormat.response,
+                    streamEvents: (error) => sseEvents(cancelledByRequest() ? keep(writer.cancel()) : writer.fail(error))
+                };
+                await streamGeneration(request, reply, cancellation, generation, {
+                    start: () => sseEvents(writer.start()),
+                    part: (_choice, part) => sseEvents(events(part)),
+                    end: () => []
+                }, errorFormat);
+                return reply;
+            }
+            try {
+                await collectGeneration(generation, cancellation, (_choice, part) => events(part));
+            } catch (error) {
+                if (error instanceof RequestAbortedError && cancelledByRequest()) return finalResponse(keep(writer.cancel()));
+                throw error;
+            }
+            return final;
+        } finally {
+            running.delete(identity.id);
+        }
+    });
+
+    app.get<{ Params: { id: string } }>("/v1/responses/:id", async (request) => {
+        const live = running.get(request.params.id);
+        if (live !== undefined) return live.writer.response("in_progress");
+        return stored(request.params.id).response;
+    });
+
+    app.delete<{ Params: { id: string } }>("/v1/responses/:id", async (request) => {
+        const { id } = request.params;
+        if (!store.delete(id)) throw notFound(id);
+        return { id, object: "response", deleted: true };
+    });
+
+    app.get<{ Params: { id: string }; Querystring: { order?: string; limit?: string; after?: string } }>("/v1/responses/:id/input_items", async (request) => {
+        const items = stored(request.params.id).inputItems;
+        return listPage(request.query.order === "asc" ? items : [...items].reverse(), request.query);
+    });
+
+    app.post<{ Params: { id: string } }>("/v1/responses/:id/cancel", async (request) => {
+        const { id } = request.params;
+        const live = running.get(id);
+        if (live !== undefined) {
+            live.cancel.abort();
+            return live.writer.response("cancelled");
+        }
+        const response = stored(id).response;
+        throw new InvalidRequestError(`Response '${id}' has already ended (status ${String(response["status"])}); only a response still generating can be cancelled.`, null, "response_not_cancellable");
+    });
+
+    app.post("/v1/responses/input_tokens", async (request) => {
+        const model = context.host.requireReady();
+        const { chat } = prepare(request.body);
+        return { object: "response.input_tokens", input_tokens: countChatPromptTokens(model, chat, { promptParam: "input" }) };
+    });
+
+    function stored(id: string): NonNullable<ReturnType<ResponseStore["get"]>> {
+        const found = store.get(id);
+        if (found === undefined) throw notFound(id);
+        return found;
+    }
+}
+
+function notFound(id: string): NotFoundError {
+    return new NotFoundError(`Response with id '${id}' not found: it was not stored (store: false), was deleted, or expired.`, "response_id", "response_not_found");
+}
+
+/** The response object the last event carries (`response.completed` / `response.incomplete`). */
+function finalResponse(events: ResponseEvent[]): Record<string, unknown> {
+    return events.at(-1)!["response"] as Record<string, unknown>;
+}
+
+/** OpenAI's list page: `{object: "list", data, first_id, last_id, has_more}`, `limit` 1–100 (default 20), after an item id. */
+function listPage(items: Record<string, unknown>[], query: { limit?: string; after?: string }): Record<string, unknown> {
+    const limit = query.limit === undefined ? 20 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new InvalidRequestError("limit must be a whole number from 1 to 100.", "limit");
+    let start = 0;
+    if (query.after !== undefined) {
+        start = items.findIndex((item) => item["id"] === query.after) + 1;
+        if (start === 0) throw new InvalidRequestError(`No input item has the id '${query.after}'.`, "after");
+    }
+    const data = items.slice(start, start + limit);
+    return { object: "list", data, first_id: data[0]?.["id"] ?? null, last_id: data.at(-1)?.["id"] ?? null, has_more: start + limit < items.length };
+}
