@@ -13,6 +13,7 @@ import { StepBarrier } from "./stepBarrier.js";
 import { describeWeightTypes } from "./weightTypes.js";
 import { anyObjectGrammarRules, schemaGrammarRules } from "../grammar/jsonGrammarRules.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
+import { dropUntrackedCells } from "./sequenceCells.js";
 import { loadSequenceState, saveSequenceState } from "./sequenceStateFile.js";
 import { modelIdentity } from "./promptCache/modelIdentity.js";
 import { PromptCache, type CacheEntry, type PromptCacheEvent } from "./promptCache/promptCache.js";
@@ -410,6 +411,7 @@ class LlamaEngine implements Engine {
         });
         let generated = 0;
         let prefilled = false;
+        let faulted = false;
         this.barrier.join();
         try {
             if (request.maxTokens <= 0) return { reason: "length" };
@@ -433,10 +435,19 @@ class LlamaEngine implements Engine {
             }
             // node-llama-cpp ends the evaluation itself only when the context cannot take another token.
             return signal.aborted ? { reason: "length" } : { reason: "context" };
+        } catch (error) {
+            faulted = true;
+            throw error;
         } finally {
             this.barrier.leave();
             await evaluation.return();
+            if (faulted) await this.barrier.exclusive(() => this.dropFaultedCells(sequence));
         }
+    }
+
+    /** After a failed decode the slot may hold KV cells its sequence does not count: remove them. */
+    private async dropFaultedCells(sequence: LlamaContextSequence): Promise<void> {
+        if (!dropUntrackedCells(sequence)) await sequence.clearHistory();
     }
 
     /** The request's grammar: one state for `sampling.grammar`, or a state per grammar its selector returns. */

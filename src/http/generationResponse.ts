@@ -74,7 +74,10 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
             return;
         }
         const failure = isAbortError(error) ? abortError(cancellation) : error;
-        if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
+        // With the client still there, an abort is the server's own doing: its shutdown, or a
+        // cancel asked for on another request (POST /v1/responses/{id}/cancel). Neither is a fault.
+        if (failure instanceof RequestAbortedError) request.log.info("generation cancelled mid-stream");
+        else if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
         await sendAll(errorFormat.streamEvents(toMapleError(failure)));
         await sse.finish(writer.lastData);
     } finally {
