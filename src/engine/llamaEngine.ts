@@ -126,7 +126,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
                 contextSize: sequences[0]?.contextSize ?? slotContextSize, flashAttention: context.flashAttention, swaFullCache: true, engineVersion
             }),
             maxTokens: sequences[0]?.contextSize ?? slotContextSize,
-            slidingWindow: slidingWindowOf(model) > 0,
+            slidingWindow: slidingWindowOf(model),
             onEvent: (event) => report.record(event)
         });
         const loadSeconds = (performance.now() - startedAt) / 1000;
@@ -193,11 +193,16 @@ class LlamaEngine implements Engine {
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {
-        this.slotMemory = sequences.map(() => ({ key: undefined, saved: undefined }));
+        this.slotMemory = sequences.map(() => ({ key: undefined, saved: undefined, promptLength: undefined }));
+        this.slidingWindow = slidingWindowOf(llamaModel);
     }
 
-    /** Per slot: the conversation key it last served, and the saved entry its leading tokens match. */
-    private readonly slotMemory: { key: string | undefined; saved: CacheEntry | undefined }[];
+    /**
+     * Per slot: the conversation key it last served, the saved entry its leading tokens match, and
+     * the length of the last prompt it evaluated (what it holds beyond that was generated).
+     */
+    private readonly slotMemory: { key: string | undefined; saved: CacheEntry | undefined; promptLength: number | undefined }[];
+    private readonly slidingWindow: number;
 
     tokenize(text: string, options: { specialTokens?: boolean; addBos?: boolean } = {}): number[] {
         const tokens = this.llamaModel.tokenize(text, options.specialTokens ?? false);
@@ -277,7 +282,7 @@ class LlamaEngine implements Engine {
             // Already holds it (the same prompt again): its generation erases whatever follows.
             if (sharedPrefixLength(targetSequence.contextTokens, prompt, shared) === shared) continue;
             await this.barrier.exclusive(() => copySequenceState(targetSequence, sequence, shared));
-            this.slotMemory[target] = { key: cacheKey, saved: undefined };
+            this.slotMemory[target] = { key: cacheKey, saved: undefined, promptLength: prompt.length };
         }
         return cached;
     }
@@ -341,7 +346,7 @@ class LlamaEngine implements Engine {
             const keeps = restore === undefined ? kept : 0;
             // As llama-server: save a state only when most of it is about to go (a new turn of
             // the same conversation keeps most of it, and erases only what it does not need).
-            if (held - this.savedLength(slot) >= minimumSavedTokens && keeps < held / 2) await this.saveSlot(slot, cache);
+            if (held - this.savedLength(slot) >= minimumSavedTokens && keeps < held / 2) await this.saveSlot(slot, cache, keeps);
             if (restore !== undefined) {
                 const restored = await cache.restore(restore, (file) => this.barrier.exclusive(() => loadSequenceState(sequence, file)));
                 // A failed load empties the slot; a refused entry (bad checksum) leaves it as it was.
@@ -349,14 +354,32 @@ class LlamaEngine implements Engine {
             }
         }
         memory.key = cacheKey;
+        memory.promptLength = prompt.length;
         return reusePrefix(sequence, prompt, this.barrier);
     }
 
-    private async saveSlot(slot: number, cache: PromptCache): Promise<void> {
+    /**
+     * Saves what the slot holds; its first `keep` tokens are all the slot's next use keeps. A
+     * sliding-window model's entry serves only prompts that keep all but at most its last token
+     * (see CacheTier), and a chat's next turn renders the reply otherwise than it was generated
+     * (the reasoning dropped, no pre-filled `<think>`): so it saves the state a few tokens before
+     * the end of the last prompt, where llama-server keeps its last checkpoint, and the whole
+     * state first only when enough was generated after that point to be worth a second save.
+     */
+    private async saveSlot(slot: number, cache: PromptCache, keep: number): Promise<void> {
         const sequence = this.slotSequence(slot);
         const memory = this.slotMemory[slot]!;
+        const save = (): Promise<CacheEntry | undefined> =>
+            cache.save(sequence.contextTokens, memory.key, (file) => this.barrier.exclusive(() => saveSequenceState(sequence, file)));
+        const held = sequence.nextTokenIndex;
+        const turnStart = (memory.promptLength ?? 0) - turnCheckpointOffset;
+        const atTurnStart = this.slidingWindow > 0 && held > this.slidingWindow && turnStart >= minimumSavedTokens && turnStart >= keep && turnStart < held - 1;
         try {
-            memory.saved = await cache.save(sequence.contextTokens, memory.key, (file) => this.barrier.exclusive(() => saveSequenceState(sequence, file)));
+            if (!atTurnStart || held - turnStart > minimumRestoreGain) memory.saved = await save();
+            if (atTurnStart) {
+                await this.barrier.exclusive(() => sequence.eraseContextTokenRanges([{ start: turnStart, end: held }]));
+                memory.saved = await save();
+            }
         } catch {
             // A save that fails (a full tmpfs) costs only the re-evaluation it would have spared.
             memory.saved = undefined;
@@ -509,7 +532,7 @@ class LlamaEngine implements Engine {
         // With a disk tier, what the slots hold outlives the process: a restart resumes it.
         if (this.cache?.disk !== undefined) {
             for (let slot = 0; slot < this.sequences.length; slot += 1) {
-                if (this.slotSequence(slot).nextTokenIndex - this.savedLength(slot) >= minimumSavedTokens) await this.saveSlot(slot, this.cache);
+                if (this.slotSequence(slot).nextTokenIndex - this.savedLength(slot) >= minimumSavedTokens) await this.saveSlot(slot, this.cache, 0);
             }
         }
         await this.cache?.dispose();
@@ -568,6 +591,8 @@ async function reusePrefix(sequence: LlamaContextSequence, prompt: Token[], barr
 const minimumRestoreGain = 16;
 /** States with fewer unsaved tokens are not worth a save (re-evaluating them is about as quick). */
 const minimumSavedTokens = 32;
+/** llama-server's last context checkpoint sits this many tokens before the end of a prompt (server-context.cpp). */
+const turnCheckpointOffset = 4;
 /** Saving a token's KV state costs about this share of evaluating it again (see reuseCost). */
 const saveCostPerToken = 0.1;
 

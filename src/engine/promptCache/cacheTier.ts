@@ -52,13 +52,15 @@ export class CacheTier {
     private heldBytes = 0;
 
     /**
-     * `wholeEntriesOnly`: an entry serves only prompts that extend all of it. llama.cpp saves a
-     * sliding-window layer's cells only within the window of the sequence's last position
-     * (llama_kv_cache::state_write skips SWA-masked cells), so a restored state cut back to an
-     * earlier position lacks the window before that position.
+     * `slidingWindow` (the model's, 0 when it has none): llama.cpp saves a sliding-window layer's
+     * cells only within the window of the sequence's last position (llama_kv_cache::state_write
+     * skips SWA-masked cells: for an entry of L tokens, the positions from L − window on). Cut
+     * back to `shared` tokens, the next position needs the window before it (from shared −
+     * window + 1 on), so such an entry serves a prompt exactly only when nothing was left out
+     * (L ≤ window) or the cut drops at most one token (shared ≥ L − 1).
      */
     constructor(readonly name: TierName, readonly dir: string, readonly limitBytes: number, private readonly onEvict: (entry: CacheEntry) => void,
-        private readonly wholeEntriesOnly = false) {}
+        private readonly slidingWindow = 0) {}
 
     get bytes(): number {
         return this.heldBytes;
@@ -79,8 +81,8 @@ export class CacheTier {
      */
     add(entry: CacheEntry): boolean {
         for (const other of [...this.entries.values()]) {
-            // A prefix of the new entry is superseded by it, unless entries only serve whole.
-            if (!this.wholeEntriesOnly && other.pins === 0 && other.tokens.length <= entry.tokens.length
+            // A prefix of the new entry is superseded by it, unless a sliding window keeps it from serving the prompts the prefix serves.
+            if (this.slidingWindow === 0 && other.pins === 0 && other.tokens.length <= entry.tokens.length
                 && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) this.delete(other, false);
         }
         this.entries.set(entry.id, entry);
@@ -94,10 +96,15 @@ export class CacheTier {
         let best: PrefixMatch | undefined;
         for (const entry of this.entries.values()) {
             const shared = sharedPrefixLength(entry.tokens, prompt, limit);
-            if (shared === 0 || (this.wholeEntriesOnly && shared < entry.tokens.length)) continue;
+            if (shared === 0 || !this.servesExactly(entry, shared)) continue;
             if (best === undefined || shared > best.shared || (shared === best.shared && rank(entry, key) > rank(best.entry, key))) best = { entry, shared };
         }
         return best;
+    }
+
+    /** Whether the entry, cut back to `shared` tokens, holds every KV cell the next position attends to (see the constructor). */
+    private servesExactly(entry: CacheEntry, shared: number): boolean {
+        return this.slidingWindow === 0 || entry.tokens.length <= this.slidingWindow || shared >= entry.tokens.length - 1;
     }
 
     /** Removes an entry and deletes its files (a failed or foreign entry; or an eviction when `evicted`). */

@@ -25,8 +25,8 @@ export interface PromptCacheOptions {
     identity: string;
     /** Tokens a slot holds at most: longer entries are ignored. */
     maxTokens: number;
-    /** The model has sliding-window layers: entries serve only prompts that extend all of them (see CacheTier). */
-    slidingWindow: boolean;
+    /** The model's sliding attention window in tokens, 0 when it has none: it limits which prompts an entry serves (see CacheTier). */
+    slidingWindow: number;
     onEvent?: (event: PromptCacheEvent) => void;
     /** Where the RAM tier's directory goes; default /dev/shm (tmpfs), else the OS temp dir. */
     ramRoot?: string;
