@@ -340,13 +340,18 @@ class LlamaEngine implements Engine {
         if (cache !== undefined) {
             const limit = prompt.length - 1;
             const kept = sharedPrefixLength(sequence.contextTokens, prompt, limit);
-            const match = cache.longestMatch(prompt, limit, cacheKey);
-            const restore = match !== undefined && match.shared >= kept + minimumRestoreGain ? match.entry : undefined;
             const held = sequence.nextTokenIndex;
-            const keeps = restore === undefined ? kept : 0;
             // As llama-server: save a state only when most of it is about to go (a new turn of
             // the same conversation keeps most of it, and erases only what it does not need).
-            if (held - this.savedLength(slot) >= minimumSavedTokens && keeps < held / 2) await this.saveSlot(slot, cache, keeps);
+            // Started before anything is awaited, so that the request wanting it finds it pending.
+            const worthSaving = held - this.savedLength(slot) >= minimumSavedTokens;
+            let saving = worthSaving && kept < held / 2 ? this.saveSlot(slot, cache, kept) : undefined;
+            await this.savesServing(prompt, kept + minimumRestoreGain, saving);
+            const match = cache.longestMatch(prompt, limit, cacheKey);
+            const restore = match !== undefined && match.shared >= kept + minimumRestoreGain ? match.entry : undefined;
+            // A restore replaces what the slot holds: save it even when the prompt shared most of it.
+            if (saving === undefined && restore !== undefined && worthSaving) saving = this.saveSlot(slot, cache, 0);
+            await saving;
             if (restore !== undefined) {
                 const restored = await cache.restore(restore, (file) => this.barrier.exclusive(() => loadSequenceState(sequence, file)));
                 // A failed load empties the slot; a refused entry (bad checksum) leaves it as it was.
@@ -366,7 +371,28 @@ class LlamaEngine implements Engine {
      * the end of the last prompt, where llama-server keeps its last checkpoint, and the whole
      * state first only when enough was generated after that point to be worth a second save.
      */
-    private async saveSlot(slot: number, cache: PromptCache, keep: number): Promise<void> {
+    private saveSlot(slot: number, cache: PromptCache, keep: number): Promise<void> {
+        const tokens = this.slotSequence(slot).contextTokens;
+        const saving: Promise<void> = this.saveSlotStates(slot, cache, keep).finally(() => this.pendingSaves.delete(saving));
+        this.pendingSaves.set(saving, tokens);
+        return saving;
+    }
+
+    /**
+     * Saves in progress, with the tokens each holds. Requests arriving together take their slots
+     * before the states those slots held are saved: the one whose own state is being saved waits
+     * for it (a restore) rather than evaluating its prompt again (as llama-server, whose loop saves
+     * and restores in turn).
+     */
+    private readonly pendingSaves = new Map<Promise<void>, readonly number[]>();
+
+    /** Waits for the saves in progress (but `own`) that hold at least `worth` leading tokens of the prompt. */
+    private async savesServing(prompt: readonly number[], worth: number, own: Promise<void> | undefined): Promise<void> {
+        const serving = [...this.pendingSaves].filter(([saving, tokens]) => saving !== own && sharedPrefixLength(tokens, prompt, prompt.length - 1) >= worth);
+        await Promise.all(serving.map(([saving]) => saving));
+    }
+
+    private async saveSlotStates(slot: number, cache: PromptCache, keep: number): Promise<void> {
         const sequence = this.slotSequence(slot);
         const memory = this.slotMemory[slot]!;
         const save = (): Promise<CacheEntry | undefined> =>
