@@ -70,7 +70,9 @@ async function start(contender: Contender, extraEnv: Record<string, string> = {}
     if (contender === "llama-server") {
         const tools = await ensureLlamaCppTools();
         child = spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads), "-c", String(contextSize * parallel),
-            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" });
+            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui",
+            // The same bound on both sides when one is given (llama-server's default is 8192 MiB).
+            ...(values["cache-ram"] === undefined ? [] : ["--cache-ram", values["cache-ram"]])], { stdio: "ignore" });
     } else {
         const cacheRam = contender === "maple-nocache" ? "0" : values["cache-ram"];
         child = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port), "--threads", String(threads),

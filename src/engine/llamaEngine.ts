@@ -349,6 +349,7 @@ class LlamaEngine implements Engine {
             await this.savesServing(prompt, kept + minimumRestoreGain, saving);
             const match = cache.longestMatch(prompt, limit, cacheKey);
             const restore = match !== undefined && match.shared >= kept + minimumRestoreGain ? match.entry : undefined;
+            if (restore === undefined && limit - kept >= minimumSavedTokens) cache.noteMiss(prompt, limit);
             // A restore replaces what the slot holds: save it even when the prompt shared most of it.
             if (saving === undefined && restore !== undefined && worthSaving) saving = this.saveSlot(slot, cache, 0);
             await saving;

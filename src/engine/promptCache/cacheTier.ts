@@ -20,6 +20,8 @@ export interface CacheEntry {
     lastUsed: number;
     /** Restores in progress: an entry being loaded is never evicted. */
     pins: number;
+    /** Restored at least once, or extends an entry that was: kept over unproven entries while the tier thrashes. */
+    proven?: boolean;
 }
 
 export interface PrefixMatch {
@@ -43,13 +45,24 @@ export function sharedPrefixLength(cached: readonly number[], prompt: readonly n
 }
 
 /**
- * Saved states within a byte bound, least recently used evicted first. Every entry of one model
- * costs about the same bytes per token, so "tokens saved per byte" ranks them like recency does
- * once their reuse is equal; LRU it is.
+ * Saved states within a byte bound. Every entry of one model costs about the same bytes per token,
+ * so "tokens saved per byte" ranks them like recency does once their reuse is equal: the least
+ * recently used is evicted first, except while the tier thrashes.
+ *
+ * Thrashing: more conversations take turns than the tier holds (32 on a tier that holds 13), so
+ * LRU evicts each one just before it comes back, and nothing is ever restored (measured: 0
+ * restores, 5% cached). The tier remembers the tokens of the entries it evicted lately; when most
+ * recent misses are prompts one of them would have served, it evicts the newest entry never
+ * restored instead (the incoming one, in effect), so a stable set of conversations keeps being
+ * served. When the misses are new conversations again, LRU resumes.
  */
 export class CacheTier {
     private readonly entries = new Map<string, CacheEntry>();
     private heldBytes = 0;
+    /** The tokens of the entries evicted lately, newest last. */
+    private ghosts: (readonly number[])[] = [];
+    /** Of the recent misses, the share an evicted entry would have served (exponential average). */
+    private thrash = 0;
 
     /**
      * `slidingWindow` (the model's, 0 when it has none): llama.cpp saves a sliding-window layer's
@@ -81,6 +94,9 @@ export class CacheTier {
      */
     add(entry: CacheEntry): boolean {
         for (const other of [...this.entries.values()]) {
+            if (other.proven === true && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) entry.proven = true;
+        }
+        for (const other of [...this.entries.values()]) {
             // A prefix of the new entry is superseded by it, unless a sliding window keeps it from serving the prompts the prefix serves.
             if (this.slidingWindow === 0 && other.pins === 0 && other.tokens.length <= entry.tokens.length
                 && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) this.delete(other, false);
@@ -107,12 +123,29 @@ export class CacheTier {
         return this.slidingWindow === 0 || entry.tokens.length <= this.slidingWindow || shared >= entry.tokens.length - 1;
     }
 
+    /**
+     * Records a prompt the tier did not serve: whether an entry evicted lately would have (it
+     * shares at least half of that entry's tokens) feeds the thrash estimate.
+     */
+    noteMiss(prompt: readonly number[], limit: number): void {
+        const evictedTooSoon = this.ghosts.some((tokens) => sharedPrefixLength(tokens, prompt, limit) >= Math.max(ghostMinimumShared, tokens.length / 2));
+        this.thrash += thrashSmoothing * ((evictedTooSoon ? 1 : 0) - this.thrash);
+    }
+
+    get thrashing(): boolean {
+        return this.thrash > 0.5;
+    }
+
     /** Removes an entry and deletes its files (a failed or foreign entry; or an eviction when `evicted`). */
     delete(entry: CacheEntry, evicted: boolean): void {
         if (!this.has(entry)) return;
         this.entries.delete(entry.id);
         this.heldBytes -= entry.bytes;
-        if (evicted) this.onEvict(entry);
+        if (evicted) {
+            this.onEvict(entry);
+            this.ghosts.push(entry.tokens);
+            if (this.ghosts.length > maximumGhosts) this.ghosts.shift();
+        }
         void removeFiles([entry.file, ...entry.companions]);
     }
 
@@ -125,14 +158,25 @@ export class CacheTier {
     private evictToFit(): void {
         while (this.heldBytes > this.limitBytes) {
             let oldest: CacheEntry | undefined;
+            let newestUnproven: CacheEntry | undefined;
             for (const entry of this.entries.values()) {
-                if (entry.pins === 0 && (oldest === undefined || entry.lastUsed < oldest.lastUsed)) oldest = entry;
+                if (entry.pins > 0) continue;
+                if (oldest === undefined || entry.lastUsed < oldest.lastUsed) oldest = entry;
+                if (entry.proven !== true && (newestUnproven === undefined || entry.lastUsed > newestUnproven.lastUsed)) newestUnproven = entry;
             }
-            if (oldest === undefined) return;
-            this.delete(oldest, true);
+            const victim = this.thrashing ? newestUnproven ?? oldest : oldest;
+            if (victim === undefined) return;
+            this.delete(victim, true);
         }
     }
 }
+
+/** Evicted entries remembered for the thrash estimate (their token lists only). */
+const maximumGhosts = 64;
+/** A prompt sharing fewer tokens with an evicted entry was not that entry's conversation. */
+const ghostMinimumShared = 32;
+/** Weight of each miss in the thrash estimate: about the last eight misses count. */
+const thrashSmoothing = 0.125;
 
 function rank(entry: CacheEntry, key: string | undefined): number {
     return (key !== undefined && entry.key === key ? Number.MAX_SAFE_INTEGER / 2 : 0) + entry.lastUsed;

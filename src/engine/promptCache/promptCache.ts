@@ -102,6 +102,11 @@ export class PromptCache {
         return best;
     }
 
+    /** Records a prompt no entry served (see CacheTier.noteMiss). */
+    noteMiss(prompt: readonly number[], limit: number): void {
+        for (const tier of this.tiers) tier.noteMiss(prompt, limit);
+    }
+
     /** Whether `entry` is still held (not evicted). */
     holds(entry: CacheEntry): boolean {
         return this.tiers.some((tier) => tier.has(entry));
@@ -156,6 +161,7 @@ export class PromptCache {
                 return this.reject(tier, entry);
             }
             entry.lastUsed = nextUse();
+            entry.proven = true;
             this.emit({ kind: "restore", tier: entry.tier, tokens: tokens.length, seconds: (performance.now() - startedAt) / 1000 });
             return true;
         } finally {
