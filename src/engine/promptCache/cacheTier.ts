@@ -94,12 +94,11 @@ export class CacheTier {
      */
     add(entry: CacheEntry): boolean {
         for (const other of [...this.entries.values()]) {
-            if (other.proven === true && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) entry.proven = true;
-        }
-        for (const other of [...this.entries.values()]) {
+            if (sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) < other.tokens.length) continue;
+            // Extending a restored entry is the same conversation going on: it inherits the proof.
+            if (other.proven === true) entry.proven = true;
             // A prefix of the new entry is superseded by it, unless a sliding window keeps it from serving the prompts the prefix serves.
-            if (this.slidingWindow === 0 && other.pins === 0 && other.tokens.length <= entry.tokens.length
-                && sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) === other.tokens.length) this.delete(other, false);
+            if (this.slidingWindow === 0 && other.pins === 0) this.delete(other, false);
         }
         this.entries.set(entry.id, entry);
         this.heldBytes += entry.bytes;
