@@ -108,8 +108,11 @@ describe("POST /v1/messages", () => {
 
     it("tool_choice any / tool / disable_parallel_tool_use are enforced by grammar; none hides the tools", async () => {
         const noThinking = { thinking: { type: "disabled" }, tools: [weatherTool, timeTool], messages: user("Anything.") };
-        const any = await (await messages({ ...noThinking, tool_choice: { type: "any" }, max_tokens: 128 })).json() as Message;
-        assert.equal(any.stop_reason, "tool_use");
+        // One call, so the random model cannot chain parallel calls until max_tokens (a single call
+        // here is at most ~60 tokens: a 12-character city, or none).
+        const any = await (await messages({ ...noThinking, tool_choice: { type: "any", disable_parallel_tool_use: true }, max_tokens: 128 })).json() as Message;
+        assert.equal(any.stop_reason, "tool_use", JSON.stringify(any));
+        assert.equal(any.content.length, 1, JSON.stringify(any.content));
         assert.ok(any.content.every((block) => block.type === "tool_use" && ["get_weather", "get_time"].includes(block.name!)), JSON.stringify(any.content));
         const named = await (await messages({ ...noThinking, tool_choice: { type: "tool", name: "get_weather", disable_parallel_tool_use: true }, max_tokens: 128 })).json() as Message;
         assert.equal(named.stop_reason, "tool_use");
