@@ -1,4 +1,5 @@
-import type { ChatPrompt, ChatTemplateSource } from "../chat/chatPrompt.js";
+import type { ChatPrompt, ChatPromptRequest, ChatTemplateSource } from "../chat/chatPrompt.js";
+import { nextTurnSharedCharacters } from "../chat/nextTurn.js";
 import type { Engine, EngineGrammar, SamplingOptions } from "../engine/types.js";
 import { isAbortError, ServerError } from "../errors.js";
 import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "../generation/generateText.js";
@@ -78,7 +79,20 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined ? undefined
         : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
-    return startGeneration(model, { promptTokens, sampling, settings: request, prompt: prompt.text }, choices, options);
+    const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
+    return startGeneration(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix }, choices, options);
+}
+
+/**
+ * How many of the prompt's tokens the conversation's next request will repeat: a sliding-window
+ * model's slot is saved there (see nextTurnSharedCharacters). Undefined when the template does
+ * not tell; the engine then assumes a few tokens before the end.
+ */
+function nextTurnPrefixTokens(engine: Engine, source: ChatTemplateSource, request: ChatPromptRequest, prompt: string, promptTokens: readonly number[]): number | undefined {
+    const shared = nextTurnSharedCharacters(source, request, prompt);
+    if (shared === undefined) return undefined;
+    const rest = prompt.slice(shared);
+    return Math.max(0, promptTokens.length - (rest === "" ? 0 : engine.tokenize(rest, { specialTokens: true }).length));
 }
 
 /** Starts a raw completion (no template, no parsing); resolves and rejects as `startChatGeneration`. */
@@ -135,12 +149,13 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
     }
 }
 
-async function startGeneration(model: ServingModel, start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[] },
+async function startGeneration(model: ServingModel,
+    start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;
     const request: TextGenerationRequest = {
         promptTokens: start.promptTokens, sampling: start.sampling, maxTokens: settings.maxTokens, stop: settings.stop,
-        signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey
+        signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix
     };
     const generations = await startTextGenerations(model.engine, model.scheduler, request,
         choices.map((choice) => ({ grammar: choice.grammar, observer: options.observe?.() })));

@@ -9,6 +9,7 @@ import type {
     Engine, EngineGrammar, GeneratedToken, GenerationEnd, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo,
     PromptCacheReport, RuntimeInfo, SamplingOptions, TokenLogprob
 } from "./types.js";
+import { StateCosts } from "./stateCosts.js";
 import { StepBarrier } from "./stepBarrier.js";
 import { describeWeightTypes } from "./weightTypes.js";
 import { anyObjectGrammarRules, schemaGrammarRules } from "../grammar/jsonGrammarRules.js";
@@ -174,6 +175,7 @@ async function describeModel(model: LlamaModel, path: string): Promise<ModelInfo
             elements: tensor.dimensions.reduce<number>((product, size) => product * Number(size), 1)
         }))),
         trainContextSize: model.trainContextSize,
+        slidingWindow: slidingWindowOf(model),
         vocabularySize,
         chatTemplate: metadata.tokenizer?.chat_template,
         bosToken: model.tokens.bosString ?? "",
@@ -193,16 +195,17 @@ class LlamaEngine implements Engine {
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {
-        this.slotMemory = sequences.map(() => ({ key: undefined, saved: undefined, promptLength: undefined }));
+        this.slotMemory = sequences.map(() => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
         this.slidingWindow = slidingWindowOf(llamaModel);
     }
 
     /**
      * Per slot: the conversation key it last served, the saved entry its leading tokens match, and
-     * the length of the last prompt it evaluated (what it holds beyond that was generated).
+     * how many of the last prompt's tokens the conversation's next prompt will repeat.
      */
-    private readonly slotMemory: { key: string | undefined; saved: CacheEntry | undefined; promptLength: number | undefined }[];
+    private readonly slotMemory: { key: string | undefined; saved: CacheEntry | undefined; turnPrefix: number | undefined }[];
     private readonly slidingWindow: number;
+    private readonly costs = new StateCosts();
 
     tokenize(text: string, options: { specialTokens?: boolean; addBos?: boolean } = {}): number[] {
         const tokens = this.llamaModel.tokenize(text, options.specialTokens ?? false);
@@ -270,10 +273,10 @@ class LlamaEngine implements Engine {
         return { text, bytes: bytes ?? [...Buffer.from(text, "utf8")] };
     }
 
-    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string): Promise<number> {
+    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number> {
         const sequence = this.slotSequence(source);
         const prompt = promptTokens as Token[];
-        const cached = await this.prepareSlot(source, prompt, cacheKey);
+        const cached = await this.prepareSlot(source, prompt, cacheKey, nextTurnPrefix);
         // The last prompt token is each generation's own first step: its logits are sampled.
         const shared = prompt.length - 1;
         if (shared > cached) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(cached, shared));
@@ -282,7 +285,7 @@ class LlamaEngine implements Engine {
             // Already holds it (the same prompt again): its generation erases whatever follows.
             if (sharedPrefixLength(targetSequence.contextTokens, prompt, shared) === shared) continue;
             await this.barrier.exclusive(() => copySequenceState(targetSequence, sequence, shared));
-            this.slotMemory[target] = { key: cacheKey, saved: undefined, promptLength: prompt.length };
+            this.slotMemory[target] = { key: cacheKey, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix) };
         }
         return cached;
     }
@@ -304,10 +307,11 @@ class LlamaEngine implements Engine {
     reuseCost(slot: number, promptTokens: readonly number[]): number {
         const sequence = this.slotSequence(slot);
         const kept = Math.max(this.cachedPrefixLength(slot, promptTokens), this.savedLength(slot));
-        const lost = Math.max(0, sequence.nextTokenIndex - kept);
-        // With a cache the tokens are saved rather than lost: the cost is the save's (measured
-        // ~300 ms for 700 qwen3-0.6b tokens against seconds to evaluate them again).
-        return this.cache === undefined ? lost : lost * saveCostPerToken;
+        const held = sequence.nextTokenIndex;
+        const lost = Math.max(0, held - kept);
+        // With a cache the tokens are saved rather than lost when that is cheaper: the cost is
+        // then the save's, which writes the whole state.
+        return this.cache === undefined ? lost : Math.min(lost, held * this.costs.saveToPrefillRatio(defaultSaveToPrefillRatio));
     }
 
     slotCacheKey(slot: number): string | undefined {
@@ -333,7 +337,7 @@ class LlamaEngine implements Engine {
      * restores the saved state sharing the longest prefix when it beats the slot's own, then
      * erases whatever follows the shared prefix.
      */
-    private async prepareSlot(slot: number, prompt: Token[], cacheKey: string | undefined): Promise<number> {
+    private async prepareSlot(slot: number, prompt: Token[], cacheKey: string | undefined, nextTurnPrefix: number | undefined): Promise<number> {
         const sequence = this.slotSequence(slot);
         const memory = this.slotMemory[slot]!;
         const cache = this.cache;
@@ -344,7 +348,7 @@ class LlamaEngine implements Engine {
             // As llama-server: save a state only when most of it is about to go (a new turn of
             // the same conversation keeps most of it, and erases only what it does not need).
             // Started before anything is awaited, so that the request wanting it finds it pending.
-            const worthSaving = held - this.savedLength(slot) >= minimumSavedTokens;
+            const worthSaving = this.worthSaving(held - this.savedLength(slot), held);
             let saving = worthSaving && kept < held / 2 ? this.saveSlot(slot, cache, kept) : undefined;
             await this.savesServing(prompt, kept + minimumRestoreGain, saving);
             const match = cache.longestMatch(prompt, limit, cacheKey);
@@ -360,8 +364,17 @@ class LlamaEngine implements Engine {
             }
         }
         memory.key = cacheKey;
-        memory.promptLength = prompt.length;
+        memory.turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
         return reusePrefix(sequence, prompt, this.barrier);
+    }
+
+    /**
+     * Whether to save a slot holding `held` tokens, `unsaved` of them in no saved entry: when
+     * evaluating those again would cost more than writing the whole state (as measured here), and
+     * they are enough for a restore of the entry to be chosen over the older one.
+     */
+    private worthSaving(unsaved: number, held: number): boolean {
+        return unsaved >= minimumRestoreGain && unsaved >= held * this.costs.saveToPrefillRatio(defaultSaveToPrefillRatio);
     }
 
     /**
@@ -397,9 +410,14 @@ class LlamaEngine implements Engine {
         const sequence = this.slotSequence(slot);
         const memory = this.slotMemory[slot]!;
         const save = (): Promise<CacheEntry | undefined> =>
-            cache.save(sequence.contextTokens, memory.key, (file) => this.barrier.exclusive(() => saveSequenceState(sequence, file)));
+            cache.save(sequence.contextTokens, memory.key, (file) => this.barrier.exclusive(async () => {
+                const startedAt = performance.now();
+                const bytes = await saveSequenceState(sequence, file);
+                this.costs.noteSave(sequence.nextTokenIndex, performance.now() - startedAt);
+                return bytes;
+            }));
         const held = sequence.nextTokenIndex;
-        const turnStart = (memory.promptLength ?? 0) - turnCheckpointOffset;
+        const turnStart = memory.turnPrefix ?? 0;
         const atTurnStart = this.slidingWindow > 0 && held > this.slidingWindow && turnStart >= minimumSavedTokens && turnStart >= keep && turnStart < held - 1;
         try {
             if (!atTurnStart || held - turnStart > minimumRestoreGain) memory.saved = await save();
@@ -424,7 +442,7 @@ class LlamaEngine implements Engine {
         const sequence = this.sequences[slot];
         if (sequence === undefined) throw new RangeError(`no slot ${slot}`);
         const prompt = request.promptTokens as Token[];
-        const cachedPromptTokens = await this.prepareSlot(slot, prompt, request.cacheKey);
+        const cachedPromptTokens = await this.prepareSlot(slot, prompt, request.cacheKey, request.nextTurnPrefix);
         const generation = this.generate(slot, sequence, prompt, cachedPromptTokens, request);
         return { cachedPromptTokens, tokens: () => generation };
     }
@@ -469,8 +487,13 @@ class LlamaEngine implements Engine {
                 // Slot i is sequence i: the sequences were taken from the context in order.
                 await this.barrier.arrive(slot);
                 // The first step evaluates the (uncached part of the) prompt.
-                const step = prefilled ? await this.barrier.step(() => evaluation.next()) : await this.barrier.prefill(() => evaluation.next());
-                prefilled = true;
+                let step: IteratorResult<EvaluationOutput | undefined, void>;
+                if (prefilled) step = await this.barrier.step(() => evaluation.next());
+                else {
+                    const prefillEnded = this.costs.startPrefill(input.length);
+                    step = await this.barrier.prefill(() => evaluation.next()).finally(prefillEnded);
+                    prefilled = true;
+                }
                 if (step.done) break;
                 const output = step.value as EvaluationOutput;
                 const token = output.token;
@@ -618,10 +641,21 @@ async function reusePrefix(sequence: LlamaContextSequence, prompt: Token[], barr
 const minimumRestoreGain = 16;
 /** States with fewer unsaved tokens are not worth a save (re-evaluating them is about as quick). */
 const minimumSavedTokens = 32;
-/** llama-server's last context checkpoint sits this many tokens before the end of a prompt (server-context.cpp). */
+/**
+ * Where a conversation's next prompt leaves this one: as its template says when known (chat
+ * requests), else llama-server's last context checkpoint, this many tokens before the end of the
+ * prompt (server-context.cpp).
+ */
+function turnPrefixOf(prompt: readonly number[], nextTurnPrefix: number | undefined): number {
+    return nextTurnPrefix === undefined ? prompt.length - turnCheckpointOffset : Math.max(0, Math.min(nextTurnPrefix, prompt.length));
+}
+
 const turnCheckpointOffset = 4;
-/** Saving a token's KV state costs about this share of evaluating it again (see reuseCost). */
-const saveCostPerToken = 0.1;
+/**
+ * Saving a token's KV state costs about this share of evaluating it again, until both were
+ * measured (see StateCosts): about what qwen3-0.6b measures on 2 CPU cores.
+ */
+const defaultSaveToPrefillRatio = 0.1;
 
 /** The prompt cache's events, counted for /metrics. */
 class CacheReport {

@@ -19,6 +19,8 @@ export interface ModelInfo {
     /** Weight types, largest share first, e.g. "Q8_0 + TQ2_0 (ternary experts)". */
     dtype: string;
     trainContextSize: number;
+    /** The sliding attention window of its sliding-window layers (GGUF `ARCH.attention.sliding_window`), 0 when it has none. */
+    slidingWindow: number;
     vocabularySize: number;
     /** The GGUF's `tokenizer.chat_template`, when it has one. */
     chatTemplate: string | undefined;
@@ -100,6 +102,11 @@ export interface GenerationRequest {
     logprobs?: { top: number };
     /** The conversation this request continues (prompt_cache_key, user or X-Session-Id): saved states are tagged with it. */
     cacheKey?: string;
+    /**
+     * How many leading prompt tokens the conversation's next request will repeat (a chat prompt on
+     * a sliding-window model, see nextTurnSharedCharacters): where its slot's state is saved.
+     */
+    nextTurnPrefix?: number;
 }
 
 /** A token's log-probability (natural log), as `GeneratedToken` reports it. */
@@ -182,9 +189,9 @@ export interface Engine {
      * `source` (reusing what that slot caches) and copies that state into each of `targets`, so
      * each slot's generation has only the last prompt token left to evaluate. A slot whose copy
      * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
-     * had cached before (the request's cached tokens).
+     * had cached before (the request's cached tokens). `nextTurnPrefix`: as GenerationRequest's.
      */
-    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string): Promise<number>;
+    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number>;
     /** How many leading tokens of `promptTokens` slot `slot` already holds (for prefix-cache routing). */
     cachedPrefixLength(slot: number, promptTokens: readonly number[]): number;
     /** How many leading tokens of `promptTokens` the best saved state holds (0 without a prompt cache). */

@@ -20,6 +20,8 @@ export interface TextGenerationRequest {
     grammar?: GrammarSelector;
     /** The conversation this request continues (conversationCacheKey): slot and prompt-cache affinity. */
     cacheKey?: string;
+    /** How many leading prompt tokens the conversation's next request will repeat (GenerationRequest.nextTurnPrefix). */
+    nextTurnPrefix?: number;
 }
 
 /** What differs between the choices of one request (n > 1); `startTextGenerations` takes one per choice. */
@@ -112,7 +114,7 @@ export async function startTextGenerations(engine: Engine, scheduler: Scheduler,
     let sharedCachedTokens: number | undefined;
     if (leases.length > 1) {
         try {
-            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey);
+            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey, request.nextTurnPrefix);
         } catch (error) {
             releaseAll();
             throw error;
@@ -161,7 +163,8 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
             signal: request.signal,
             grammar: request.grammar,
             logprobs: request.logprobs,
-            cacheKey: request.cacheKey
+            cacheKey: request.cacheKey,
+            nextTurnPrefix: request.nextTurnPrefix
         });
         const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));
         const stopMatcher = new StopMatcher(request.stop);

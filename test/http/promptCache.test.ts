@@ -26,7 +26,7 @@ const complete = async (server: TestServer, prompt: number[], extra: Record<stri
 };
 
 const tokensOf = (completion: CompletionWire): string[] => completion.choices[0]!.logprobs!.tokens;
-const cached = (completion: CompletionWire): number => completion.usage.prompt_tokens_details.cached_tokens;
+const cached = (completion: Pick<CompletionWire, "usage">): number => completion.usage.prompt_tokens_details.cached_tokens;
 
 const metrics = async (server: TestServer): Promise<Exposition> => new Exposition(await (await server.request("/metrics")).text());
 
@@ -92,6 +92,36 @@ for (const model of ["maple-tiny", "qwen3-tiny"]) {
         });
     });
 }
+
+describe("prompt cache for a chat on maple-tiny (sliding window)", () => {
+    let server: TestServer;
+    before(async () => {
+        server = await cacheServer("maple-tiny");
+    });
+    after(async () => server.close());
+
+    const system = (topic: string) => ({ role: "system", content: `You answer questions about ${topic}. ${"Keep every answer short and plain. ".repeat(30)}` });
+    const chat = async (messages: unknown[]): Promise<{ usage: CompletionWire["usage"] }> => {
+        const response = await server.post("/v1/chat/completions", { messages, max_tokens: 1, temperature: 0 });
+        assert.equal(response.status, 200, await response.clone().text());
+        return response.json() as Promise<{ usage: CompletionWire["usage"] }>;
+    };
+    const tokenize = async (messages: unknown[]): Promise<number[]> =>
+        ((await (await server.post("/tokenize", { messages, add_generation_prompt: true })).json()) as { tokens: number[] }).tokens;
+
+    it("restores a returning conversation up to where its next prompt leaves the last one (before the pre-filled <think>)", async () => {
+        const first = [system("rivers"), { role: "user", content: "How long is the Nile?" }];
+        await chat(first);
+        // Another conversation takes the only slot: the first one's state is saved.
+        await chat([system("mountains"), { role: "user", content: "How high is Everest?" }]);
+        const second = [...first, { role: "assistant", content: "About 6,650 km." }, { role: "user", content: "And the Amazon?" }];
+        const [before, after] = [await tokenize(first), await tokenize(second)];
+        const shared = before.findIndex((token, index) => token !== after[index]);
+        assert.ok(shared > 128 && shared >= before.length - 3, `the next prompt shares ${shared} of ${before.length} tokens`);
+        // All of what it shares: the template says where the next turn leaves it (four tokens before the end was the fixed guess).
+        assert.equal(cached(await chat(second)), shared);
+    });
+});
 
 describe("prompt cache bounds, keys, concurrency and metrics", () => {
     let server: TestServer;
