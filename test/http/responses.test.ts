@@ -154,7 +154,9 @@ describe("POST /v1/responses", () => {
 
     it("tool_choice 'required' and text.format json_schema are enforced by grammar on the answer", async () => {
         const forced = await create(server, {
-            input: "Weather?", tools: [weatherTool], tool_choice: "required", temperature: 1, seed: 3,
+            // A bounded city and one call: a random model's unbounded string could run past max_output_tokens.
+            input: "Weather?", tools: [{ ...weatherTool, parameters: { ...weatherTool.parameters, properties: { city: { type: "string", maxLength: 12 } } } }],
+            tool_choice: "required", parallel_tool_calls: false, temperature: 1, seed: 3,
             reasoning: { effort: "none" }, max_output_tokens: 200
         });
         const call = forced.output.find((item) => item["type"] === "function_call");
