@@ -381,9 +381,9 @@ class LlamaEngine implements Engine {
      * Saves what the slot holds; its first `keep` tokens are all the slot's next use keeps. A
      * sliding-window model's entry serves only prompts that keep all but at most its last token
      * (see CacheTier), and a chat's next turn renders the reply otherwise than it was generated
-     * (the reasoning dropped, no pre-filled `<think>`): so it saves the state a few tokens before
-     * the end of the last prompt, where llama-server keeps its last checkpoint, and the whole
-     * state first only when enough was generated after that point to be worth a second save.
+     * (the reasoning dropped, no pre-filled `<think>`): so it saves the state where the next turn
+     * leaves the last prompt (`turnPrefix`), and the whole state first only when enough was
+     * generated after that point to be worth a second save.
      */
     private saveSlot(slot: number, cache: PromptCache, keep: number): Promise<void> {
         const tokens = this.slotSequence(slot).contextTokens;
