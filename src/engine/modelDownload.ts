@@ -70,7 +70,7 @@ export async function downloadModel(uri: string, dir: string, options: DownloadM
 
     let modelPath: string;
     try {
-        modelPath = await resolveModelFile(uri, {
+        modelPath = await untilAborted(signal, resolveModelFile(uri, {
             directory: dir,
             fileName: fileNameForUrl(uri),
             cli: false,
@@ -80,7 +80,7 @@ export async function downloadModel(uri: string, dir: string, options: DownloadM
             onProgress: onProgress && ((status) => {
                 onProgress({ downloadedBytes: status.downloadedSize, totalBytes: status.totalSize });
             })
-        });
+        }));
     } catch (error) {
         signal?.throwIfAborted();
         throw describeDownloadError(uri, error);
@@ -93,6 +93,22 @@ export async function downloadModel(uri: string, dir: string, options: DownloadM
         throw new Error(`Download of model "${uri}" ended without a file at ${modelPath}`, { cause: error });
     }
     return modelPath;
+}
+
+/**
+ * `work`, or a rejection with `signal.reason` as soon as the signal aborts. node-llama-cpp's
+ * downloader stops on the signal as a rule, but a server closed mid-download waits for the load to
+ * settle, and one CI run hung there (the test that closes a server while the hub stalls a part):
+ * shutting down must not depend on the downloader noticing.
+ */
+function untilAborted<T>(signal: AbortSignal | undefined, work: Promise<T>): Promise<T> {
+    if (signal === undefined) return work;
+    let onAbort = (): void => undefined;
+    const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
+    });
+    return Promise.race([work, aborted]).finally(() => signal.removeEventListener("abort", onAbort));
 }
 
 /**
