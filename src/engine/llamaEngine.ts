@@ -196,7 +196,6 @@ class LlamaEngine implements Engine {
         readonly runtime: RuntimeInfo
     ) {
         this.slotMemory = sequences.map(() => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
-        this.slidingWindow = slidingWindowOf(llamaModel);
     }
 
     /**
@@ -204,7 +203,6 @@ class LlamaEngine implements Engine {
      * how many of the last prompt's tokens the conversation's next prompt will repeat.
      */
     private readonly slotMemory: { key: string | undefined; saved: CacheEntry | undefined; turnPrefix: number | undefined }[];
-    private readonly slidingWindow: number;
     private readonly costs = new StateCosts();
 
     tokenize(text: string, options: { specialTokens?: boolean; addBos?: boolean } = {}): number[] {
@@ -418,7 +416,7 @@ class LlamaEngine implements Engine {
             }));
         const held = sequence.nextTokenIndex;
         const turnStart = memory.turnPrefix ?? 0;
-        const atTurnStart = this.slidingWindow > 0 && held > this.slidingWindow && turnStart >= minimumSavedTokens && turnStart >= keep && turnStart < held - 1;
+        const atTurnStart = this.model.slidingWindow > 0 && held > this.model.slidingWindow && turnStart >= minimumSavedTokens && turnStart >= keep && turnStart < held - 1;
         try {
             if (!atTurnStart || held - turnStart > minimumRestoreGain) memory.saved = await save();
             if (atTurnStart) {
