@@ -1,6 +1,6 @@
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -10,28 +10,73 @@ const run = promisify(execFile);
 
 /**
  * llama.cpp's own llama-bench and llama-server, built once from the source node-llama-cpp ships
- * (llama/gitRelease.bundle, the same llama.cpp release) into a cache outside the repo, so both
- * sides of every comparison run the same kernels. Never committed.
+ * (llama/gitRelease.bundle, the same llama.cpp release) into a cache outside the repo. Built with
+ * GGML_BACKEND_DL and without a CPU backend of its own: node-llama-cpp's prebuilt
+ * `libggml-cpu-*.so` variants are copied beside the binaries, and ggml loads the best-scoring one
+ * as node-llama-cpp does, so both sides run the very same kernel binaries. (A GGML_NATIVE build
+ * runs other kernels, and on a VM whose CPU reports AMX it dies with an invalid opcode in ggml's
+ * AMX q8_0 kernel.) Never committed.
  */
 export async function ensureLlamaCppTools(): Promise<{ bench: string; server: string }> {
     const cacheDir = process.env.MAPLE_LLAMA_CPP_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "maple", "llama.cpp");
     const source = join(cacheDir, "src");
-    const build = join(source, "build");
-    const tools = { bench: join(build, "bin", "llama-bench"), server: join(build, "bin", "llama-server") };
-    if (existsSync(tools.bench) && existsSync(tools.server)) return tools;
-    await mkdir(cacheDir, { recursive: true });
-    if (!existsSync(source)) {
-        console.log(`cloning llama.cpp from node-llama-cpp's bundle into ${source}`);
-        await run("git", ["clone", "-q", join(repoRoot, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle"), source]);
+    const build = join(source, "build-dl");
+    const bin = join(build, "bin");
+    const tools = { bench: join(bin, "llama-bench"), server: join(bin, "llama-server") };
+    if (!existsSync(tools.bench) || !existsSync(tools.server)) {
+        await mkdir(cacheDir, { recursive: true });
+        if (!existsSync(source)) {
+            console.log(`cloning llama.cpp from node-llama-cpp's bundle into ${source}`);
+            await run("git", ["clone", "-q", join(repoRoot, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle"), source]);
+        }
+        console.log("building llama-bench and llama-server (once; several minutes on 2 cores)");
+        await run("cmake", ["-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=ON",
+            "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+            "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TOOLS=ON"], { maxBuffer: 1 << 26 });
+        await new Promise<void>((resolve, reject) => {
+            const child = spawn("cmake", ["--build", build, "-j", "2", "--target", "llama-bench", "llama-server"], { stdio: "ignore" });
+            child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`llama.cpp build failed (${code})`))));
+        });
     }
-    console.log("building llama-bench and llama-server (once; several minutes on 2 cores)");
-    await run("cmake", ["-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF",
-        "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TOOLS=ON"], { maxBuffer: 1 << 26 });
-    await new Promise<void>((resolve, reject) => {
-        const child = spawn("cmake", ["--build", build, "-j", "2", "--target", "llama-bench", "llama-server"], { stdio: "ignore" });
-        child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`llama.cpp build failed (${code})`))));
-    });
+    await useNodeLlamaCppCpuVariants(bin);
     return tools;
+}
+
+/** The folder of the node-llama-cpp prebuilt binaries Maple loads on this platform (its CPU build). */
+function nodeLlamaCppBinaries(): string {
+    const platform = `${process.platform}-${process.arch}`;
+    return join(repoRoot, "node_modules", "@node-llama-cpp", platform, "bins", platform);
+}
+
+/** Replaces whatever CPU backend sits beside the binaries with node-llama-cpp's own variant files. */
+async function useNodeLlamaCppCpuVariants(bin: string): Promise<void> {
+    for (const name of await readdir(bin)) {
+        if (/^libggml-cpu.*\.so$/.test(name)) await rm(join(bin, name));
+    }
+    const prebuilt = nodeLlamaCppBinaries();
+    for (const name of await readdir(prebuilt)) {
+        if (/^libggml-cpu-.*\.so$/.test(name)) await copyFile(join(prebuilt, name), join(bin, name));
+    }
+}
+
+/** The `libggml-cpu-*.so` variant a running process has mapped (Linux), if any yet. */
+export async function mappedCpuVariant(pid: number): Promise<string | undefined> {
+    const maps = await readFile(`/proc/${pid}/maps`, "utf8").catch(() => "");
+    return /(libggml-cpu[^/\s]*\.so)/.exec(maps)?.[1];
+}
+
+/**
+ * Prints the CPU variant each process mapped and refuses to go on when they differ or one is
+ * unknown: figures from different kernels are not a comparison of servers.
+ */
+export async function requireSameKernels(processes: readonly { name: string; pid: number; variant?: string }[]): Promise<string> {
+    const variants = await Promise.all(processes.map(async (each) => each.variant ?? await mappedCpuVariant(each.pid)));
+    console.log(`kernels: ${processes.map((each, index) => `${each.name} ${variants[index] ?? "(none mapped)"}`).join(", ")}`);
+    const distinct = new Set(variants);
+    if (distinct.size !== 1 || variants[0] === undefined) {
+        throw new Error("the contenders run different CPU kernels (or one is unknown): not comparing them");
+    }
+    return variants[0];
 }
 
 export interface LlamaBenchResult {
@@ -43,17 +88,31 @@ export interface LlamaBenchResult {
      * after a prompt is; attention over the prompt makes it slower (maple-preview: 33.6 → 31.1 tok/s at 200).
      */
     decodeAtDepthTokensPerSecond: number;
+    /** The `libggml-cpu-*.so` variant it ran. */
+    cpuVariant: string | undefined;
 }
 
 /** llama-bench's pp (prompt) and tg (decode, at depth 0 and at the prompt's depth) throughput, averaged over its repetitions. */
 export async function runLlamaBench(binary: string, modelPath: string, threads: number, promptTokens: number, decodeTokens: number): Promise<LlamaBenchResult> {
-    const { stdout } = await run(binary, ["-m", modelPath, "-t", String(threads), "-p", String(promptTokens), "-n", String(decodeTokens),
-        "-d", `0,${promptTokens}`, "-r", "3", "-o", "json"], { maxBuffer: 1 << 26 });
+    const child = spawn(binary, ["-m", modelPath, "-t", String(threads), "-p", String(promptTokens), "-n", String(decodeTokens),
+        "-d", `0,${promptTokens}`, "-r", "3", "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
+    let stdout = "";
+    child.stdout.on("data", (data: Buffer) => (stdout += data.toString()));
+    // The variant is read from the running process: it loads its backend at start and runs for seconds.
+    let variant: string | undefined;
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    while (variant === undefined && child.exitCode === null) {
+        variant = await mappedCpuVariant(child.pid!);
+        if (variant === undefined) await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 50))]);
+    }
+    const code = await exited;
+    if (code !== 0) throw new Error(`llama-bench exited with ${code}`);
     const rows = JSON.parse(stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
     const decodeAt = (depth: number): number => rows.find((row) => row.n_gen > 0 && row.n_prompt === 0 && (row.n_depth ?? 0) === depth)?.avg_ts ?? NaN;
     return {
         promptTokensPerSecond: rows.find((row) => row.n_prompt > 0 && row.n_gen === 0 && (row.n_depth ?? 0) === 0)?.avg_ts ?? NaN,
         decodeTokensPerSecond: decodeAt(0),
-        decodeAtDepthTokensPerSecond: decodeAt(promptTokens)
+        decodeAtDepthTokensPerSecond: decodeAt(promptTokens),
+        cpuVariant: variant
     };
 }

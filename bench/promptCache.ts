@@ -29,7 +29,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
-import { ensureLlamaCppTools } from "./llamaCpp.js";
+import { ensureLlamaCppTools, mappedCpuVariant, requireSameKernels } from "./llamaCpp.js";
 import { benchPrompt, freePort, median, repoRoot, rssMb, waitForHealth } from "./shared.js";
 
 const { values } = parseArgs({
@@ -279,15 +279,20 @@ if (values.workload === "restart" || values.workload === "blocking") {
     for (let turn = 1; turn <= turns; turn += 1) console.log(`turn ${turn}: ${await (values.workload === "restart" ? restartWorkload() : blockingWorkload())}`);
 } else {
     const contenders = values.contenders.split(",") as Contender[];
+    // The servers run one after another: each one's CPU variant is read while it is up, and the turn's
+    // figures are refused when they ran different kernels.
     for (let turn = 1; turn <= turns; turn += 1) {
+        const kernels: { name: string; pid: number; variant: string | undefined }[] = [];
         for (const contender of contenders) {
             const server = await start(contender);
             try {
                 const figures = values.workload === "mixed" ? await mixedWorkload(server) : await conversationsWorkload(server);
+                kernels.push({ name: contender, pid: server.child.pid!, variant: await mappedCpuVariant(server.child.pid!) });
                 console.log(`turn ${turn} ${contender}: ${figures}`);
             } finally {
                 await stop(server);
             }
         }
+        await requireSameKernels(kernels);
     }
 }

@@ -14,7 +14,7 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
-import { ensureLlamaCppTools, runLlamaBench } from "./llamaCpp.js";
+import { ensureLlamaCppTools, requireSameKernels, runLlamaBench } from "./llamaCpp.js";
 import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runPrompt, waitForHealth } from "./shared.js";
 import { timeCompletionStream, type StreamTiming } from "./streamClient.js";
 
@@ -128,6 +128,11 @@ async function measureInTurns(contenders: Contender[], engine: EngineContender):
         await timeCompletionStream(each.url, { prompt: "warm up", ...sampling, max_tokens: 8 });
     }
     await timeCompletionStream(engine.mapleUrl, { prompt: "warm up", ...sampling, max_tokens: 8 });
+    await requireSameKernels([
+        { name: "llama-bench", pid: 0, variant: llamaBench.cpuVariant },
+        ...contenders.map((each) => ({ name: each.name, pid: each.child.pid! })),
+        { name: "Maple engine", pid: engine.child.pid! }
+    ]);
     for (let run = 0; run < runs; run++) {
         const prompt = runPrompt(run, promptTokens);
         process.stderr.write(`run ${run + 1}/${runs}: Maple engine\n`);
