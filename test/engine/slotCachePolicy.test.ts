@@ -129,6 +129,10 @@ describe("SlotCachePolicy: saving", () => {
         // The same conversation's next turn keeps all of it: nothing saved.
         assert.equal(await policy.prepare(0, [...conversation(1, 100), 5, 6], undefined, undefined), 100);
         assert.equal(store.saves.length, 0);
+        // A prompt that keeps more than half of it (an edited last turn): nothing saved, the rest erased.
+        assert.equal(await policy.prepare(0, [...conversation(1, 51), 5, 5], undefined, undefined), 51);
+        assert.equal(store.saves.length, 0);
+        store.held[0] = conversation(1, 100);
         // Another conversation erases it: saved first.
         assert.equal(await policy.prepare(0, conversation(2, 30), undefined, undefined), 0);
         assert.deepEqual(store.saves.map((tokens) => tokens.length), [100]);
