@@ -1,3 +1,5 @@
+import type { TokenIdLogprob } from "../engine/types.js";
+
 /**
  * What the generation core yields for each choice: a typed stream of parts, in the order the
  * model produced them. The order a writer can rely on:
@@ -56,13 +58,12 @@ export interface TokenLogprobs extends TokenLogprob {
     top: TokenLogprob[];
 }
 
-export interface TokenLogprob {
-    token: number;
+/** The engine's token id and log-probability, with what the wire formats show of the token. */
+export interface TokenLogprob extends TokenIdLogprob {
     /** The token's text (special tokens as their text; part of a UTF-8 character shows as U+FFFD). */
     text: string;
     /** The token's exact bytes. */
     bytes: number[];
-    logprob: number;
 }
 
 export function sumUsage(usages: readonly Usage[]): Usage {

@@ -109,8 +109,11 @@ export interface GenerationRequest {
     nextTurnPrefix?: number;
 }
 
-/** A token's log-probability (natural log), as `GeneratedToken` reports it. */
-export interface TokenLogprob {
+/**
+ * A token id's log-probability (natural log), as `GeneratedToken` reports it; the core's
+ * TokenLogprob (conversation/parts.ts) adds the token's text and bytes to it.
+ */
+export interface TokenIdLogprob {
     token: number;
     logprob: number;
 }
@@ -124,7 +127,7 @@ export interface GeneratedToken {
      * With `logprobs.top > 0`: the most likely tokens at this position, most likely first, at
      * most `top` of them; tokens the sampler ruled out (probability 0) are left out.
      */
-    topLogprobs?: readonly TokenLogprob[];
+    topLogprobs?: readonly TokenIdLogprob[];
 }
 
 export type GenerationEnd =
@@ -192,14 +195,12 @@ export interface Engine {
      * had cached before (the request's cached tokens). `nextTurnPrefix`: as GenerationRequest's.
      */
     sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number>;
-    /** How many leading tokens of `promptTokens` slot `slot` already holds (for prefix-cache routing). */
-    cachedPrefixLength(slot: number, promptTokens: readonly number[]): number;
-    /** How many leading tokens of `promptTokens` the best saved state holds (0 without a prompt cache). */
-    savedPrefixLength(promptTokens: readonly number[], cacheKey: string | undefined): number;
-    /** What starting `promptTokens` in `slot` loses, in tokens' worth (see SchedulerOptions.reuseCost). */
-    reuseCost(slot: number, promptTokens: readonly number[]): number;
-    /** The cache key of the last request slot `slot` served. */
-    slotCacheKey(slot: number): string | undefined;
+    /**
+     * The slot of `freeSlots` (least recently used first, at least one) that `promptTokens` should
+     * go to: the prompt-cache policy's choice (see SlotCachePolicy). An empty prompt asks for the
+     * slot cheapest to lose.
+     */
+    chooseSlot(freeSlots: readonly number[], promptTokens: readonly number[], cacheKey: string | undefined): number;
     /** The prompt cache's counters and sizes, when it is on. */
     promptCacheReport(): PromptCacheReport | undefined;
     /**

@@ -8,23 +8,11 @@ export interface SchedulerOptions {
     /** How long a request may wait for a slot before 503 engine_overloaded. */
     queueTimeoutMs: number;
     /**
-     * How many leading prompt tokens a slot already holds, to send a request to the free slot
-     * with the longest shared prefix (the prefix cache). Without it, the lowest free slot wins.
+     * Which of the free slots (least recently released first) a prompt goes to: the prompt-cache
+     * policy's choice (SlotCachePolicy, through Engine.chooseSlot). An empty prompt asks for the
+     * slot cheapest to lose. Without it, the least recently used free slot.
      */
-    cachedPrefixLength?: (slot: number, promptTokens: readonly number[]) => number;
-    /**
-     * How many leading prompt tokens the best saved state (the prompt cache beyond the slots)
-     * holds: any slot can restore it, so a slot's own prefix only counts when it is longer.
-     */
-    savedPrefixLength?: (promptTokens: readonly number[], cacheKey: string | undefined) => number;
-    /**
-     * What reusing the slot for this prompt loses, in tokens' worth: the tokens it holds beyond
-     * the shared prefix that no saved state holds (weighted by what saving them costs). The slot
-     * cheapest to lose is taken, so concurrent arrivals do not evict each other's prefixes.
-     */
-    reuseCost?: (slot: number, promptTokens: readonly number[]) => number;
-    /** The conversation key of the last request the slot served: a request with the same key prefers it. */
-    slotCacheKey?: (slot: number) => string | undefined;
+    chooseSlot?: (freeSlots: readonly number[], promptTokens: readonly number[], cacheKey: string | undefined) => number;
 }
 
 export interface SlotLease extends Disposable {
@@ -51,7 +39,7 @@ interface Waiter {
 export class Scheduler {
     private readonly freeSlots: number[];
     private readonly waiters: Waiter[] = [];
-    /** When each slot was last released: among equal prefixes the least recently used slot is reused (as llama-server does). */
+    /** When each slot was last released: the slot choice sees the least recently used first (as llama-server reuses them). */
     private readonly lastReleased: number[];
     private releases = 0;
 
@@ -145,7 +133,7 @@ export class Scheduler {
         }
     }
 
-    /** The best free slot for the prompt first (see takeFreeSlot), then the cheapest others to lose. */
+    /** The best free slot for the prompt first (see chooseSlot), then the cheapest others to lose. */
     private takeFreeSlots(count: number, promptTokens: readonly number[], cacheKey: string | undefined): number[] {
         const slots = [this.takeFreeSlot(promptTokens, cacheKey)];
         // The others get the first one's state copied in: nothing of the prompt is reused from them.
@@ -153,25 +141,13 @@ export class Scheduler {
         return slots;
     }
 
-    /**
-     * The free slot that serves the prompt best: the most tokens reused (its own prefix, or a saved
-     * state restored into it) minus what overwriting it loses; on a tie, the slot the same
-     * conversation used last, then the least recently used one (as llama-server does).
-     */
+    /** The free slot `chooseSlot` picks; it sees them least recently used first (as llama-server reuses them), the lower slot first on a tie. */
     private takeFreeSlot(promptTokens: readonly number[], cacheKey: string | undefined): number {
-        const saved = promptTokens.length === 0 ? 0 : this.options.savedPrefixLength?.(promptTokens, cacheKey) ?? 0;
-        let best: { index: number; value: number; ownKey: boolean; released: number } | undefined;
-        this.freeSlots.forEach((slot, index) => {
-            const prefix = this.options.cachedPrefixLength?.(slot, promptTokens) ?? 0;
-            const value = Math.max(prefix, saved) - (this.options.reuseCost?.(slot, promptTokens) ?? 0);
-            const ownKey = cacheKey !== undefined && this.options.slotCacheKey?.(slot) === cacheKey;
-            const released = this.lastReleased[slot] ?? 0;
-            if (best === undefined || value > best.value
-                || (value === best.value && (ownKey > best.ownKey || (ownKey === best.ownKey && released < best.released)))) {
-                best = { index, value, ownKey, released };
-            }
-        });
-        return this.freeSlots.splice(best!.index, 1)[0]!;
+        const candidates = [...this.freeSlots].sort((a, b) => (this.lastReleased[a] ?? 0) - (this.lastReleased[b] ?? 0) || a - b);
+        const slot = this.options.chooseSlot?.(candidates, promptTokens, cacheKey) ?? candidates[0]!;
+        const index = this.freeSlots.indexOf(slot);
+        if (index === -1) throw new RangeError(`slot ${slot} is not free`);
+        return this.freeSlots.splice(index, 1)[0]!;
     }
 
     private lease(slot: number, enqueuedAt: number): SlotLease {

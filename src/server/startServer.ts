@@ -153,10 +153,7 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
         slots: engine.runtime.slots,
         maxQueueDepth: config.maxQueueDepth,
         queueTimeoutMs: config.queueTimeoutSeconds * 1000,
-        cachedPrefixLength: (slot, tokens) => engine.cachedPrefixLength(slot, tokens),
-        savedPrefixLength: (tokens, cacheKey) => engine.savedPrefixLength(tokens, cacheKey),
-        reuseCost: (slot, tokens) => engine.reuseCost(slot, tokens),
-        slotCacheKey: (slot) => engine.slotCacheKey(slot)
+        chooseSlot: (freeSlots, tokens, cacheKey) => engine.chooseSlot(freeSlots, tokens, cacheKey)
     });
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
     return {

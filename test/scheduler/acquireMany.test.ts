@@ -7,9 +7,11 @@ const never = new AbortController().signal;
 
 /** n > 1 takes its slots at once: no request holds part of what it needs while waiting for the rest. */
 describe("Scheduler.acquireMany", () => {
-    it("takes the slot with the longest cached prefix first, then the others", async () => {
-        const cached = new Map([[2, 5]]);
-        const scheduler = new Scheduler({ slots: 3, maxQueueDepth: 4, queueTimeoutMs: 1000, cachedPrefixLength: (slot) => cached.get(slot) ?? 0 });
+    it("takes the slot the policy chooses for the prompt first, then the others", async () => {
+        const scheduler = new Scheduler({
+            slots: 3, maxQueueDepth: 4, queueTimeoutMs: 1000,
+            chooseSlot: (free, prompt) => (prompt.length > 0 && free.includes(2) ? 2 : free[0]!)
+        });
         const leases = await scheduler.acquireMany(3, [1, 2, 3, 4, 5, 6], never);
         assert.equal(leases[0]!.slot, 2);
         assert.deepEqual(leases.map((lease) => lease.slot).sort(), [0, 1, 2]);

@@ -62,55 +62,38 @@ describe("Scheduler", () => {
         await assert.rejects(scheduler.acquire([], AbortSignal.abort()), RequestAbortedError);
     });
 
-    it("routes a prompt to the free slot holding its longest prefix, else the least recently used", async () => {
-        const cached: number[][] = [[1, 2, 3, 4], [9, 9], []];
+    it("offers the free slots least recently released first, and takes the one chosen", async () => {
+        const offered: number[][] = [];
         const scheduler = new Scheduler({
             slots: 3, maxQueueDepth: 0, queueTimeoutMs: 1000,
-            cachedPrefixLength: (slot, prompt) => {
-                let length = 0;
-                while (length < prompt.length && cached[slot]![length] === prompt[length]) length++;
-                return length;
+            chooseSlot: (free, prompt) => {
+                offered.push([...free]);
+                return prompt[0] === 9 ? free[free.length - 1]! : free[0]!;
             }
         });
-        const toSlot0 = await scheduler.acquire([1, 2, 3, 7], never);
-        assert.equal(toSlot0.slot, 0);
-        const toSlot1 = await scheduler.acquire([9, 9, 9], never);
-        assert.equal(toSlot1.slot, 1);
-        toSlot0.release();
-        toSlot1.release();
-        // No slot shares a prefix: the never-used slot 2 is taken, not slot 0's cache.
-        const unrelated = await scheduler.acquire([5], never);
-        assert.equal(unrelated.slot, 2);
-        unrelated.release();
-        // Slot 0 was released before slot 1 and slot 2, so it is the least recently used.
-        const again = await scheduler.acquire([6], never);
-        assert.equal(again.slot, 0);
-        again.release();
-    });
-});
-
-describe("Scheduler with a prompt cache", () => {
-    it("takes the slot cheapest to lose when a saved state serves the prompt better than any slot", async () => {
-        const cost = [50, 0, 20];
-        const scheduler = new Scheduler({
-            slots: 3, maxQueueDepth: 0, queueTimeoutMs: 1000,
-            cachedPrefixLength: (slot) => (slot === 0 ? 3 : 0),
-            savedPrefixLength: () => 400,
-            reuseCost: (slot) => cost[slot]!
-        });
-        const lease = await scheduler.acquire([1, 2, 3, 4], never);
-        assert.equal(lease.slot, 1);
+        const first = await scheduler.acquire([1], never);
+        assert.equal(first.slot, 0);
+        const last = await scheduler.acquire([9], never);
+        assert.equal(last.slot, 2);
+        last.release();
+        first.release();
+        // Slot 1 was never used, then slot 2 and slot 0 were released in that order.
+        const again = await scheduler.acquire([1], never);
+        assert.deepEqual(offered, [[0, 1, 2], [1, 2], [1, 2, 0]]);
+        assert.equal(again.slot, 1);
     });
 
-    it("a request with a conversation key prefers the slot that key used last when the slots are otherwise equal", async () => {
-        const scheduler = new Scheduler({
-            slots: 3, maxQueueDepth: 0, queueTimeoutMs: 1000,
-            cachedPrefixLength: () => 0,
-            slotCacheKey: (slot) => (slot === 2 ? "session:tab-1" : undefined)
-        });
-        const keyed = await scheduler.acquire([1, 2], never, "session:tab-1");
-        assert.equal(keyed.slot, 2);
-        const other = await scheduler.acquire([1, 2], never, "session:tab-2");
-        assert.equal(other.slot, 0);
+    it("without a policy, takes the least recently used free slot", async () => {
+        const scheduler = new Scheduler({ slots: 2, maxQueueDepth: 0, queueTimeoutMs: 1000 });
+        const a = await scheduler.acquire([1], never);
+        const b = await scheduler.acquire([1], never);
+        b.release();
+        a.release();
+        assert.equal((await scheduler.acquire([1], never)).slot, 1);
+    });
+
+    it("refuses a choice that is not a free slot", async () => {
+        const scheduler = new Scheduler({ slots: 2, maxQueueDepth: 0, queueTimeoutMs: 1000, chooseSlot: () => 5 });
+        await assert.rejects(scheduler.acquire([1], never), RangeError);
     });
 });

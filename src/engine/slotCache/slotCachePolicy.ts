@@ -1,0 +1,188 @@
+import { sharedPrefixLength } from "../promptCache/cacheTier.js";
+import type { CacheEntry, PromptCache } from "../promptCache/promptCache.js";
+import type { StateCosts } from "../stateCosts.js";
+import {
+    defaultSaveToPrefillRatio, minimumRestoreGain, minimumSavedTokens, mostErased, restoreGains, reuseCost, savePlan, turnPrefixOf, worthSaving
+} from "./cacheRules.js";
+import { mostReusedSlotStrategy } from "./mostReusedSlotStrategy.js";
+import type { SlotStore } from "./slotStore.js";
+
+export interface SlotCachePolicyOptions {
+    store: SlotStore;
+    /** The saved states beyond the slots; without it, slots are only reused by their own prefix. */
+    cache: PromptCache | undefined;
+    /** The model's sliding attention window in tokens, 0 when it has none (see savePlan). */
+    slidingWindow: number;
+    /** The measured costs of a save and of a prompt evaluation (see StateCosts). */
+    costs: StateCosts;
+}
+
+/** What the policy remembers of a slot between its requests. */
+interface SlotMemory {
+    /** The conversation key of the last request it served. */
+    key: string | undefined;
+    /** The saved entry its leading tokens match. */
+    saved: CacheEntry | undefined;
+    /** How many of its last prompt's tokens the conversation's next prompt will repeat. */
+    turnPrefix: number | undefined;
+}
+
+/**
+ * Decides what the slots keep and what the prompt cache holds (docs/prompt-cache.md): which free
+ * slot a prompt goes to, when a slot's state is saved before it is reused, and whether a saved
+ * state is restored or the prompt evaluated. The slots are a SlotStore and the saved states a
+ * PromptCache (the storage); the rules and their constants are in cacheRules.ts.
+ */
+export class SlotCachePolicy {
+    private readonly memory: SlotMemory[];
+    /**
+     * Saves in progress, with the tokens each holds. Requests arriving together take their slots
+     * before the states those slots held are saved: the one whose own state is being saved waits
+     * for it (a restore) rather than evaluating its prompt again (as llama-server, whose loop saves
+     * and restores in turn).
+     */
+    private readonly pendingSaves = new Map<Promise<void>, readonly number[]>();
+
+    constructor(private readonly options: SlotCachePolicyOptions) {
+        this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
+    }
+
+    /**
+     * The free slot for a prompt (see mostReusedSlotStrategy); `free` least recently used first.
+     * An empty prompt (the other slots of n > 1 choices, which get the first one's state copied
+     * in) takes the slot cheapest to lose.
+     */
+    chooseSlot(free: readonly number[], prompt: readonly number[], key: string | undefined): number {
+        const saved = prompt.length === 0 ? 0 : this.options.cache?.longestMatch(prompt, prompt.length, key)?.shared ?? 0;
+        return mostReusedSlotStrategy({
+            candidates: free.map((slot) => ({
+                slot,
+                reused: Math.max(this.cachedPrefixLength(slot, prompt), saved),
+                lost: this.reuseCost(slot, prompt),
+                ownKey: key !== undefined && this.slotKey(slot) === key
+            }))
+        });
+    }
+
+    /** The conversation key of the last request slot `slot` served. */
+    slotKey(slot: number): string | undefined {
+        return this.memoryOf(slot).key;
+    }
+
+    /**
+     * Readies a slot for a prompt and returns how many prompt tokens need no evaluation: saves
+     * what the slot holds when most of it is about to be erased and no entry holds it yet,
+     * restores the saved state sharing the longest prefix when it beats the slot's own, then
+     * erases whatever follows the shared prefix. At least one prompt token is always evaluated
+     * again, since sampling needs the logits of the prompt's last position.
+     */
+    async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): Promise<number> {
+        const { store, cache } = this.options;
+        const memory = this.memoryOf(slot);
+        const limit = prompt.length - 1;
+        if (cache !== undefined) {
+            const kept = sharedPrefixLength(store.tokens(slot), prompt, limit);
+            const held = store.tokenCount(slot);
+            const worth = worthSaving(held - this.savedLength(slot), held, this.saveToPrefillRatio());
+            // Started before anything is awaited, so that the request wanting it finds it pending.
+            let saving = worth && mostErased(kept, held) ? this.saveSlot(slot, cache, kept) : undefined;
+            await this.savesServing(prompt, kept + minimumRestoreGain, saving);
+            const match = cache.longestMatch(prompt, limit, key);
+            const restore = match !== undefined && restoreGains(match.shared, kept) ? match.entry : undefined;
+            if (restore === undefined && limit - kept >= minimumSavedTokens) cache.noteMiss(prompt, limit);
+            // A restore replaces what the slot holds: save it even when the prompt shared most of it.
+            if (saving === undefined && restore !== undefined && worth) saving = this.saveSlot(slot, cache, 0);
+            await saving;
+            if (restore !== undefined) {
+                const restored = await cache.restore(restore, (file) => store.load(slot, file));
+                // A failed load empties the slot; a refused entry (bad checksum) leaves it as it was.
+                if (restored) memory.saved = restore;
+            }
+        }
+        memory.key = key;
+        memory.turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
+        const shared = sharedPrefixLength(store.tokens(slot), prompt, limit);
+        if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
+        // The store holds fewer when the KV cells could not be removed: those are evaluated again.
+        return Math.min(shared, store.tokenCount(slot));
+    }
+
+    /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
+    copied(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): void {
+        this.memory[slot] = { key, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix) };
+    }
+
+    /** At shutdown, with a disk tier (it outlives the process), saves what each slot holds unsaved, so a restart resumes it. */
+    async saveForShutdown(): Promise<void> {
+        const { store, cache } = this.options;
+        if (cache?.disk === undefined) return;
+        for (let slot = 0; slot < store.slots; slot += 1) {
+            if (store.tokenCount(slot) - this.savedLength(slot) >= minimumSavedTokens) await this.saveSlot(slot, cache, 0);
+        }
+    }
+
+    private cachedPrefixLength(slot: number, prompt: readonly number[]): number {
+        return sharedPrefixLength(this.options.store.tokens(slot), prompt, prompt.length);
+    }
+
+    /** What starting `prompt` in `slot` loses, in tokens' worth (see cacheRules' reuseCost). */
+    private reuseCost(slot: number, prompt: readonly number[]): number {
+        const kept = Math.max(this.cachedPrefixLength(slot, prompt), this.savedLength(slot));
+        return reuseCost(this.options.store.tokenCount(slot), kept, this.options.cache === undefined ? undefined : this.saveToPrefillRatio());
+    }
+
+    private saveToPrefillRatio(): number {
+        return this.options.costs.saveToPrefillRatio(defaultSaveToPrefillRatio);
+    }
+
+    /** How many of the slot's leading tokens a saved entry still holds. */
+    private savedLength(slot: number): number {
+        const saved = this.memoryOf(slot).saved;
+        if (saved === undefined || this.options.cache?.holds(saved) !== true) return 0;
+        return sharedPrefixLength(this.options.store.tokens(slot), saved.tokens, saved.tokens.length);
+    }
+
+    /** Saves what the slot holds (see savePlan); its first `keep` tokens are all the slot's next use keeps. */
+    private saveSlot(slot: number, cache: PromptCache, keep: number): Promise<void> {
+        const tokens = this.options.store.tokens(slot);
+        const saving: Promise<void> = this.saveSlotStates(slot, cache, keep).finally(() => this.pendingSaves.delete(saving));
+        this.pendingSaves.set(saving, tokens);
+        return saving;
+    }
+
+    /** Waits for the saves in progress (but `own`) that hold at least `worth` leading tokens of the prompt. */
+    private async savesServing(prompt: readonly number[], worth: number, own: Promise<void> | undefined): Promise<void> {
+        const serving = [...this.pendingSaves].filter(([saving, tokens]) => saving !== own && sharedPrefixLength(tokens, prompt, prompt.length - 1) >= worth);
+        await Promise.all(serving.map(([saving]) => saving));
+    }
+
+    private async saveSlotStates(slot: number, cache: PromptCache, keep: number): Promise<void> {
+        const { store, costs } = this.options;
+        const memory = this.memoryOf(slot);
+        const save = (): Promise<CacheEntry | undefined> =>
+            cache.save(store.tokens(slot), memory.key, async (file) => {
+                const { bytes, milliseconds } = await store.save(slot, file);
+                costs.noteSave(store.tokenCount(slot), milliseconds);
+                return bytes;
+            });
+        const held = store.tokenCount(slot);
+        const turnStart = memory.turnPrefix ?? 0;
+        const plan = savePlan(held, keep, turnStart, this.options.slidingWindow);
+        try {
+            if (plan.whole) memory.saved = await save();
+            if (plan.atTurnStart) {
+                await store.erase(slot, turnStart);
+                memory.saved = await save();
+            }
+        } catch {
+            // A save that fails (a full tmpfs) costs only the re-evaluation it would have spared.
+            memory.saved = undefined;
+        }
+    }
+
+    private memoryOf(slot: number): SlotMemory {
+        const memory = this.memory[slot];
+        if (memory === undefined) throw new RangeError(`no slot ${slot}`);
+        return memory;
+    }
+}

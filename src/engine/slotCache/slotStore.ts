@@ -1,0 +1,27 @@
+/**
+ * What the slot-cache policy needs of the slots: the tokens each holds and its KV state as a
+ * file. Each operation that touches a slot's state runs with the context to itself (no decode in
+ * between); the llama engine's store (llamaSlotStore.ts) runs them in its step barrier's
+ * exclusive section over node-llama-cpp's sequences.
+ */
+export interface SlotStore {
+    readonly slots: number;
+    /** The tokens slot `slot` holds, in order: one KV cell each. */
+    tokens(slot: number): readonly number[];
+    /** How many tokens it holds (`tokens(slot).length`, without the copy). */
+    tokenCount(slot: number): number;
+    /** Writes the slot's state and token list to `file`; the bytes written, and how long the write took (not the wait for the context). */
+    save(slot: number, file: string): Promise<{ bytes: number; milliseconds: number }>;
+    /**
+     * Replaces the slot's state with the one `save` wrote to `file`, and returns the tokens the slot
+     * then holds. On a failure the slot is left empty and the error thrown.
+     */
+    load(slot: number, file: string): Promise<readonly number[]>;
+    /** Erases the slot's tokens from position `start` on (the slot then holds fewer when the cells could not be removed). */
+    erase(slot: number, start: number): Promise<void>;
+    /**
+     * Sliding-window checkpoints (next issue): a state of the slot's first `tokens` tokens kept
+     * beside it, to be restored after a cut. No store implements it yet and the policy never calls it.
+     */
+    checkpoint?(slot: number, tokens: number, file: string): Promise<{ bytes: number }>;
+}

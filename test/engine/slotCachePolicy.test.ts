@@ -1,0 +1,225 @@
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { PromptCache } from "../../src/engine/promptCache/promptCache.js";
+import { SlotCachePolicy } from "../../src/engine/slotCache/slotCachePolicy.js";
+import type { SlotStore } from "../../src/engine/slotCache/slotStore.js";
+import { StateCosts } from "../../src/engine/stateCosts.js";
+
+/** Slots as token lists; a saved state is the token list as JSON (10 bytes a token, for the tier's bound). */
+class FakeSlotStore implements SlotStore {
+    readonly held: number[][];
+    readonly saves: number[][] = [];
+    loads = 0;
+
+    constructor(readonly slots: number) {
+        this.held = Array.from({ length: slots }, () => []);
+    }
+
+    tokens(slot: number): readonly number[] {
+        return [...this.held[slot]!];
+    }
+
+    tokenCount(slot: number): number {
+        return this.held[slot]!.length;
+    }
+
+    async save(slot: number, file: string): Promise<{ bytes: number; milliseconds: number }> {
+        this.saves.push([...this.held[slot]!]);
+        await writeFile(file, JSON.stringify(this.held[slot]));
+        return { bytes: this.held[slot]!.length * 10, milliseconds: 0 };
+    }
+
+    async load(slot: number, file: string): Promise<readonly number[]> {
+        this.loads += 1;
+        this.held[slot] = JSON.parse(await readFile(file, "utf8")) as number[];
+        return this.tokens(slot);
+    }
+
+    async erase(slot: number, start: number): Promise<void> {
+        await Promise.resolve();
+        this.held[slot] = this.held[slot]!.slice(0, start);
+    }
+}
+
+/** `length` tokens of a conversation: its own `first` token, then a shared run. */
+function conversation(first: number, length: number): number[] {
+    return [first, ...Array.from({ length: length - 1 }, (_, index) => 1000 + index)];
+}
+
+let root: string;
+before(async () => {
+    root = await mkdtemp(join(tmpdir(), "maple-slot-policy-test-"));
+});
+after(async () => {
+    await rm(root, { recursive: true, force: true });
+});
+
+async function setUp(slots: number, options: { cache?: boolean; ramBytes?: number; slidingWindow?: number } = {}): Promise<{ store: FakeSlotStore; policy: SlotCachePolicy; cache: PromptCache | undefined }> {
+    const store = new FakeSlotStore(slots);
+    const cache = options.cache === false ? undefined : await PromptCache.open({
+        ramBytes: options.ramBytes ?? 1_000_000, diskBytes: 0, identity: "test", maxTokens: 4096,
+        slidingWindow: options.slidingWindow ?? 0, ramRoot: root
+    });
+    after(() => cache?.dispose());
+    return { store, policy: new SlotCachePolicy({ store, cache, slidingWindow: options.slidingWindow ?? 0, costs: new StateCosts() }), cache };
+}
+
+describe("SlotCachePolicy: slot choice", () => {
+    it("takes the least recently used of equally good slots", async () => {
+        const { policy } = await setUp(3);
+        assert.equal(policy.chooseSlot([2, 0, 1], [1, 2, 3], undefined), 2);
+    });
+
+    it("sends concurrent arrivals to empty slots rather than over each other's prefixes", async () => {
+        const { store, policy } = await setUp(4);
+        store.held[0] = conversation(1, 100);
+        store.held[1] = conversation(2, 100);
+        // Four requests arrive together: two new conversations, then the next turns of slots 0's and 1's.
+        const free = [0, 1, 2, 3];
+        const take = (prompt: number[]): number => {
+            const slot = policy.chooseSlot(free, prompt, undefined);
+            free.splice(free.indexOf(slot), 1);
+            return slot;
+        };
+        const newOne = take(conversation(3, 50));
+        const newTwo = take(conversation(4, 50));
+        assert.deepEqual([newOne, newTwo].sort(), [2, 3]);
+        assert.equal(take([...conversation(2, 100), 7, 7]), 1);
+        assert.equal(take([...conversation(1, 100), 7, 7]), 0);
+    });
+
+    it("without a prompt cache, also leaves a held prefix to the request that shares it", async () => {
+        const { store, policy } = await setUp(2, { cache: false });
+        store.held[0] = conversation(1, 100);
+        assert.equal(policy.chooseSlot([0, 1], conversation(5, 20), undefined), 1);
+        assert.equal(policy.chooseSlot([0, 1], [...conversation(1, 100), 3], undefined), 0);
+    });
+
+    it("prefers the slot the conversation key used last when the slots are otherwise equal", async () => {
+        const { store, policy } = await setUp(3);
+        const prompt = conversation(1, 40);
+        await policy.prepare(2, prompt, "session:tab-1", undefined);
+        store.held[2] = [];
+        assert.equal(policy.slotKey(2), "session:tab-1");
+        assert.equal(policy.chooseSlot([0, 1, 2], [9, 9], "session:tab-1"), 2);
+        assert.equal(policy.chooseSlot([0, 1, 2], [9, 9], "session:tab-2"), 0);
+    });
+
+    it("counts a saved state any slot can restore, and takes the slot cheapest to lose for it", async () => {
+        const { store, policy, cache } = await setUp(3);
+        // Slot 0's conversation is saved when slot 0 is reused for another.
+        store.held[0] = conversation(1, 200);
+        await policy.prepare(0, conversation(2, 40), undefined, undefined);
+        assert.equal(cache!.longestMatch(conversation(1, 200), 200, undefined)?.shared, 200);
+        store.held[0] = conversation(2, 40);
+        store.held[1] = conversation(3, 100);
+        // Slot 0 now holds conversation 2 (40 tokens, unsaved), slot 1 conversation 3 (100, unsaved), slot 2 nothing.
+        assert.equal(policy.chooseSlot([0, 1, 2], [...conversation(1, 200), 5], undefined), 2);
+        assert.equal(policy.chooseSlot([0, 1], [...conversation(1, 200), 5], undefined), 0);
+    });
+});
+
+describe("SlotCachePolicy: saving", () => {
+    it("saves a slot most of which is about to be erased, and not one the next prompt keeps", async () => {
+        const { store, policy } = await setUp(1);
+        store.held[0] = conversation(1, 100);
+        // The same conversation's next turn keeps all of it: nothing saved.
+        assert.equal(await policy.prepare(0, [...conversation(1, 100), 5, 6], undefined, undefined), 100);
+        assert.equal(store.saves.length, 0);
+        // A prompt that keeps more than half of it (an edited last turn): nothing saved, the rest erased.
+        assert.equal(await policy.prepare(0, [...conversation(1, 51), 5, 5], undefined, undefined), 51);
+        assert.equal(store.saves.length, 0);
+        store.held[0] = conversation(1, 100);
+        // Another conversation erases it: saved first.
+        assert.equal(await policy.prepare(0, conversation(2, 30), undefined, undefined), 0);
+        assert.deepEqual(store.saves.map((tokens) => tokens.length), [100]);
+    });
+
+    it("does not save fewer unsaved tokens than a restore must gain", async () => {
+        const { store, policy } = await setUp(1);
+        store.held[0] = conversation(1, 15);
+        await policy.prepare(0, conversation(2, 30), undefined, undefined);
+        assert.equal(store.saves.length, 0);
+        store.held[0] = conversation(1, 16);
+        await policy.prepare(0, conversation(2, 30), undefined, undefined);
+        assert.equal(store.saves.length, 1);
+    });
+
+    it("does not save a state again while an entry holds it, and saves it again once that entry is evicted", async () => {
+        // Room for one 100-token state (1,000 bytes) only.
+        const { store, policy } = await setUp(2, { ramBytes: 1500 });
+        store.held[0] = conversation(1, 100);
+        await policy.prepare(0, conversation(2, 20), undefined, undefined);
+        assert.equal(await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined), 100);
+        assert.equal(store.saves.length, 1);
+        // Slot 0 holds what its entry holds: reusing it loses nothing, unlike slot 1's unsaved tokens.
+        store.held[1] = conversation(4, 100);
+        assert.equal(policy.chooseSlot([1, 0], conversation(3, 20), undefined), 0);
+        // Slot 1 is saved for another conversation: the tier evicts slot 0's entry for it.
+        await policy.prepare(1, conversation(5, 20), undefined, undefined);
+        assert.equal(store.saves.length, 2);
+        assert.equal(policy.chooseSlot([0, 1], conversation(3, 20), undefined), 1);
+        await policy.prepare(0, conversation(3, 20), undefined, undefined);
+        assert.equal(store.saves.length, 3);
+    });
+
+    it("cuts a sliding-window slot back to where the next turn leaves the prompt, and saves it there", async () => {
+        const { store, policy, cache } = await setUp(1, { slidingWindow: 8 });
+        const prompt = conversation(1, 60);
+        await policy.prepare(0, prompt, undefined, 58);
+        // 30 tokens generated: enough after the turn boundary for the whole state to be saved too.
+        store.held[0] = [...prompt, ...Array.from({ length: 30 }, () => 7)];
+        await policy.prepare(0, conversation(2, 20), undefined, undefined);
+        assert.deepEqual(store.saves.map((tokens) => tokens.length), [90, 58]);
+        assert.equal(cache!.longestMatch([...prompt.slice(0, 58), 3, 3], 59, undefined)?.shared, 58);
+    });
+});
+
+describe("SlotCachePolicy: restore or evaluate", () => {
+    it("restores a saved state that spares at least 16 tokens more than the slot's own prefix", async () => {
+        const { store, policy } = await setUp(1);
+        store.held[0] = conversation(1, 100);
+        await policy.prepare(0, conversation(2, 40), undefined, undefined);
+        assert.equal(store.loads, 0);
+        // The slot is empty (a new conversation took it), the saved state holds all 100: restored.
+        assert.equal(await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined), 100);
+        assert.equal(store.loads, 1);
+        assert.deepEqual(store.held[0], conversation(1, 100));
+    });
+
+    it("evaluates the prompt when the saved state spares fewer than 16 tokens more", async () => {
+        const { store, policy } = await setUp(1);
+        store.held[0] = conversation(1, 100);
+        await policy.prepare(0, conversation(2, 40), undefined, undefined);
+        // The slot holds the first 40 tokens of conversation 1; the saved state holds 45 of the prompt, then 56.
+        store.held[0] = conversation(1, 40);
+        assert.equal(await policy.prepare(0, [...conversation(1, 45), 9], undefined, undefined), 40);
+        assert.equal(store.loads, 0);
+        assert.equal(await policy.prepare(0, [...conversation(1, 56), 9], undefined, undefined), 56);
+        assert.equal(store.loads, 1);
+    });
+
+    it("a request whose state another request's save is writing waits for it and restores it", async () => {
+        const { store, policy } = await setUp(2);
+        store.held[0] = conversation(1, 100);
+        // Two requests take their slots together: a new conversation takes slot 0 (saving its
+        // state), and conversation 1's next turn takes the empty slot 1.
+        const [newOne, returning] = await Promise.all([
+            policy.prepare(0, conversation(2, 40), undefined, undefined),
+            policy.prepare(1, [...conversation(1, 100), 9], undefined, undefined)
+        ]);
+        assert.equal(newOne, 0);
+        assert.equal(returning, 100);
+        assert.equal(store.loads, 1);
+    });
+
+    it("erases what follows the shared prefix and always leaves the prompt's last token to evaluate", async () => {
+        const { store, policy } = await setUp(1, { cache: false });
+        store.held[0] = [1, 2, 3, 4, 5];
+        assert.equal(await policy.prepare(0, [1, 2, 3], undefined, undefined), 2);
+        assert.deepEqual(store.held[0], [1, 2]);
+    });
+});
