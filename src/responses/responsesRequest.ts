@@ -1,8 +1,9 @@
 import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
 import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
 import { InvalidRequestError, NotFoundError } from "../errors.js";
-import { grammarSchema } from "../grammar/clientSchema.js";
+import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 import { toStopList, type OpenAiRequestFields } from "../openai/openAiFields.js";
+import { jsonAnswerFormat, type WireResponseFormat } from "../openai/responseFormat.js";
 import {
     conversationKey, joinTextParts, newId, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
     selectTools, toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules, type ToolChoiceParams
@@ -201,16 +202,13 @@ function toolChoiceParams(choice: WireToolChoice | null | undefined, offered: re
     return { ...params, nameable: { tools: offered.filter((tool) => tool.kind === choice.type).map((tool) => tool.definition), noun: `${choice.type} tools` } };
 }
 
-/** `text.format`: the JSON the answer must be, or undefined for plain text. */
-function parseTextFormat(format: { type: string; [key: string]: unknown } | null | undefined): { schema: ReturnType<typeof grammarSchema> | undefined } | undefined {
-    if (format == null || format.type === "text") return undefined;
-    if (format.type === "json_object") return { schema: undefined };
-    if (format.type !== "json_schema") {
-        throw new InvalidRequestError(`text.format type '${format.type}' is not supported; use 'text', 'json_object' or 'json_schema'.`, "text.format.type");
-    }
-    const schema = format["schema"];
-    if (schema === undefined) throw new InvalidRequestError("text.format of type 'json_schema' needs a 'schema'.", "text.format.schema");
-    return { schema: grammarSchema(schema, "text.format.schema") };
+/** `text.format`: the JSON the answer must be, or undefined for plain text; a `json_schema` format holds its `schema` itself. */
+function parseTextFormat(format: WireResponseFormat | null | undefined): { schema: GrammarJsonSchema | undefined } | undefined {
+    return jsonAnswerFormat(format, "text.format", (jsonSchema) => {
+        const schema = jsonSchema["schema"];
+        if (schema === undefined) throw new InvalidRequestError("text.format of type 'json_schema' needs a 'schema'.", "text.format.schema");
+        return { schema, param: "text.format.schema" };
+    });
 }
 
 /** The text of a message's content: a string, or `input_text` / `output_text` / `text` parts (a `refusal` part's refusal). */
