@@ -22,10 +22,11 @@ export interface GenerationSettings {
     /** Maple's `grammar` extension: GBNF constraining the whole output (reasoning included). */
     grammar: string | undefined;
     /**
-     * The conversation this request continues (see `scheduler/cacheKey.ts`): a hint for slot and
-     * prompt-cache affinity, never a reason to serve other tokens than the prompt's. Undefined: none.
+     * The conversation this request continues (`conversationKey` in `wire/conversationKey.ts`,
+     * which every wire parser calls): a hint for slot and prompt-cache affinity, never a reason to
+     * serve other tokens than the prompt's. Undefined: none. Required, so no parser can forget it.
      */
-    cacheKey?: string;
+    cacheKey: string | undefined;
 }
 
 /** A conversation to answer through the model's chat template, with reasoning and tool calls parsed out. */

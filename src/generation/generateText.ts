@@ -18,7 +18,7 @@ export interface TextGenerationRequest {
     logprobs?: { top: number };
     /** Chooses each token's grammar (a constraint on the answer only); see `GrammarSelector`. */
     grammar?: GrammarSelector;
-    /** The conversation this request continues (conversationCacheKey): slot and prompt-cache affinity. */
+    /** The conversation this request continues (wire/conversationKey.ts): slot and prompt-cache affinity. */
     cacheKey?: string;
     /** How many leading prompt tokens the conversation's next request will repeat (GenerationRequest.nextTurnPrefix). */
     nextTurnPrefix?: number;

@@ -1,10 +1,6 @@
-import { randomBytes } from "node:crypto";
+export { newId } from "../wire/ids.js";
 
-/** OpenAI-style ids: `cmpl-…`, `chatcmpl-…`, `call_…`. */
-export function newId(prefix: string, separator = "-"): string {
-    return `${prefix}${separator}${randomBytes(12).toString("hex")}`;
-}
-
+/** OpenAI's `created`: Unix seconds. */
 export function unixSeconds(): number {
     return Math.floor(Date.now() / 1000);
 }

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from "fastify";
 import { startChatGeneration } from "../../conversation/index.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
 import { chatCompletion, ChatCompletionStream, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
@@ -14,9 +13,9 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const chat = parseChatRequest(request.body, context.samplingDefaults);
+        const chat = parseChatRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(chat.model);
-        const generation = await startChatGeneration(model, { ...chat, cacheKey: conversationCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model: modelId,
             weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { startCompletionGeneration } from "../../conversation/index.js";
 import { CompletionCollector, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
 import { collectGeneration, streamGeneration } from "../generationResponse.js";
@@ -14,9 +13,9 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const completion = parseCompletionRequest(request.body, context.samplingDefaults);
+        const completion = parseCompletionRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(completion.model);
-        const generation = await startCompletionGeneration(model, { ...completion, cacheKey: conversationCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal));
         const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId, systemFingerprint: model.systemFingerprint };
         if (completion.stream) {
             return streamGeneration(request, reply, cancellation, generation, new CompletionStream(identity, completion.n, completion.includeUsage));

@@ -2,7 +2,6 @@ import type { FastifyInstance } from "fastify";
 import { anthropicErrorFormat } from "../../anthropic/errorFormat.js";
 import { MessageBuilder, MessageEventWriter, newMessageId, pingEvent } from "../../anthropic/messageEvents.js";
 import { parseMessagesRequest } from "../../anthropic/messagesRequest.js";
-import { anthropicCacheKey } from "../../scheduler/cacheKey.js";
 import { startChatGeneration } from "../../conversation/index.js";
 import { collectGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
@@ -17,9 +16,9 @@ export function messagesRoute(app: FastifyInstance, context: RouteContext): void
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const messages = parseMessagesRequest(request.body, context.samplingDefaults);
+        const messages = parseMessagesRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(messages.model);
-        const generation = await startChatGeneration(model, { ...messages, cacheKey: anthropicCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startChatGeneration(model, messages, context.generationOptions(request, cancellation.signal));
         const writer = new MessageEventWriter({ id: newMessageId(), model: modelId, omitThinking: messages.omitThinking });
         // What the slot's cache holds is known once generation starts: message_delta has the final split.
         const start = writer.start({ promptTokens: generation.promptTokens, cachedTokens: 0 });

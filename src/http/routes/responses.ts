@@ -12,6 +12,7 @@ import { openAiErrorFormat, type ErrorFormat } from "../errorFormat.js";
 import { collectGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { SseEvent } from "../sse.js";
+import type { RequestHeaders } from "../../wire/conversationKey.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** A response being generated: POST /v1/responses/{id}/cancel stops it. */
@@ -45,8 +46,8 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
     const running = new Map<string, RunningResponse>();
 
     /** Reads a request into the core's: the stored turns it continues, then its own. */
-    const prepare = (body: unknown): { parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest } => {
-        const parsed = parseResponsesRequest(body, context.samplingDefaults, (id) => store.item(id));
+    const prepare = (body: unknown, headers: RequestHeaders): { parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest } => {
+        const parsed = parseResponsesRequest(body, headers, context.samplingDefaults, (id) => store.item(id));
         const modelId = context.checkModel(parsed.model);
         let earlier: ChatMessage[] = [];
         if (parsed.previousResponseId !== undefined) {
@@ -65,7 +66,7 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const { parsed, modelId, history, chat } = prepare(request.body);
+        const { parsed, modelId, history, chat } = prepare(request.body, request.headers);
         const cancel = new AbortController();
         const options = { ...context.generationOptions(request, AbortSignal.any([cancellation.signal, cancel.signal])), promptParam: "input" };
         const generation = await startChatGeneration(model, chat, options);
@@ -148,7 +149,7 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
 
     app.post("/v1/responses/input_tokens", async (request) => {
         const model = context.host.requireReady();
-        const { chat } = prepare(request.body);
+        const { chat } = prepare(request.body, request.headers);
         return { object: "response.input_tokens", input_tokens: countChatPromptTokens(model, chat, { promptParam: "input" }) };
     });
 

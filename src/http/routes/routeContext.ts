@@ -2,7 +2,7 @@ import type { FastifyRequest } from "fastify";
 import type { MapleConfig } from "../../config/settings.js";
 import type { GenerationOptions } from "../../conversation/index.js";
 import type { MapleMetrics } from "../../metrics/metrics.js";
-import type { SamplingDefaults } from "../../openai/sampling.js";
+import type { SamplingDefaults } from "../../wire/sampling.js";
 import type { ModelHost } from "../../serving/modelHost.js";
 
 /** What every route is given: the config, the served model, and the checks they share. */

@@ -1,6 +1,4 @@
 import { z } from "zod";
-import { InvalidRequestError } from "../errors.js";
-import type { GenerationSettings } from "../conversation/request.js";
 import type { SamplingOptions } from "../engine/types.js";
 import { findGrammarDeadEnd } from "../grammar/deadEnd.js";
 
@@ -9,8 +7,12 @@ export const maxStopStrings = 16;
 
 const finite = z.number({ invalid_type_error: "must be a number" }).finite();
 
-/** Sampling and length fields shared by /v1/completions and /v1/chat/completions. */
-export const samplingFields = {
+/**
+ * The sampling fields every wire format takes, in one zod object: spread its `shape` into the
+ * format's schema (`.omit` what that format refuses). A new sampling option goes here and in
+ * `toSamplingOptions`, and every API has it.
+ */
+export const samplingWire = z.object({
     temperature: finite.min(0).max(2).nullish(),
     // 0 keeps only the most likely token (llama.cpp's top-p keeps at least one): greedy at any temperature.
     top_p: finite.min(0).max(1).nullish(),
@@ -22,13 +24,6 @@ export const samplingFields = {
     presence_penalty: finite.min(-2).max(2).nullish(),
     frequency_penalty: finite.min(-2).max(2).nullish(),
     seed: z.number().int().nullish(),
-    max_tokens: z.number().int().min(1).nullish(),
-    stop: z.union([
-        z.string().min(1, "stop strings must not be empty"),
-        z.array(z.string().min(1, "stop strings must not be empty")).max(maxStopStrings, `at most ${maxStopStrings} stop strings`)
-    ]).nullish(),
-    stream: z.boolean().nullish(),
-    stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
     // llama.cpp's own parser reports malformed grammars; this refuses the well-formed ones no generation can get through.
     grammar: z.string().superRefine((gbnf, context) => {
         const deadEnd = findGrammarDeadEnd(gbnf);
@@ -36,21 +31,16 @@ export const samplingFields = {
     }).nullish(),
     ignore_eos: z.boolean().nullish(),
     // OpenAI's: token id (a string key) → bias added to its logit, -100 (banned) to 100.
-    logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), finite.min(-100).max(100)).nullish(),
-    user: z.unknown().optional()
-};
+    logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), finite.min(-100).max(100)).nullish()
+});
+
+export type SamplingWire = z.infer<typeof samplingWire>;
 
 export interface SamplingDefaults {
     temperature: number;
     maxNewTokens: number;
     maxNewTokensLimit: number;
 }
-
-type SamplingWire = {
-    temperature?: number | null; top_p?: number | null; top_k?: number | null; min_p?: number | null;
-    repetition_penalty?: number | null; presence_penalty?: number | null; frequency_penalty?: number | null; seed?: number | null;
-    ignore_eos?: boolean | null; logit_bias?: Record<string, number> | null;
-};
 
 /** Wire sampling fields → the engine's, with Maple's defaults (spec: top_p 0.95, top_k 20). */
 export function toSamplingOptions(wire: SamplingWire, defaults: SamplingDefaults): SamplingOptions {
@@ -80,22 +70,4 @@ function toLogitBias(wire: Record<string, number> | null | undefined): Map<numbe
 /** max_tokens: the default when absent, capped (not refused) at the limit. */
 export function resolveMaxTokens(requested: number | null | undefined, defaults: SamplingDefaults): number {
     return Math.min(requested ?? defaults.maxNewTokens, defaults.maxNewTokensLimit);
-}
-
-export function toStopList(stop: string | string[] | null | undefined): string[] {
-    if (stop == null) return [];
-    return typeof stop === "string" ? [stop] : stop;
-}
-
-/** Rejects a field Maple does not support, naming it (the spec's 400 for unsupported fields). */
-export function rejectUnsupported(param: string, message: string): never {
-    throw new InvalidRequestError(message, param);
-}
-
-/** The fields every OpenAI generation request has past the edge, beside the core's own. */
-export interface OpenAiRequestFields extends GenerationSettings {
-    model: string | undefined;
-    stream: boolean;
-    /** `stream_options.include_usage`: a last chunk with the usage. */
-    includeUsage: boolean;
 }
