@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { ChatOutputParser } from "../../src/chat/outputParser.js";
 import type { OutputPart } from "../../src/chat/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
-import { ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
+import { finalResponse, ResponseBuilder, ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
 import { decodeReasoning } from "../../src/responses/reasoningCarrier.js";
 import type { ResponsesTool } from "../../src/responses/responsesRequest.js";
 
@@ -153,5 +153,26 @@ describe("ResponseEventWriter", () => {
         assert.deepEqual(types.slice(-2), ["error", "response.failed"]);
         assert.deepEqual(failed.at(-2), { type: "error", sequence_number: started.length + types.length - 2, code: "invalid_request_error", message: "boom", param: "input" });
         assert.equal((fields(failed.at(-1)!)["response"] as Record<string, unknown>)["status"], "failed");
+    });
+
+    it("the whole response is the fold of the stream's events; while it runs, GET's snapshot holds the items as announced", () => {
+        const events = writer();
+        const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+        const sent = [...events.start()];
+        const builder = new ResponseBuilder();
+        builder.add(sent);
+        for (const piece of [...recorded]) {
+            const step = feed(events, parser.push(piece));
+            sent.push(...step);
+            builder.add(step);
+            assert.deepEqual(events.response("in_progress").output, builder.items, "the writer's own items are the fold of what it sent");
+        }
+        const end = [...feed(events, parser.flush()), ...events.finish("stop", { promptTokens: 1, completionTokens: 2, cachedTokens: 0, reasoningTokens: 1 }, 3)];
+        sent.push(...end);
+        builder.add(end);
+        assert.deepEqual(builder.build(), fields(sent.at(-1)!)["response"]);
+        assert.deepEqual(finalResponse(sent).output, fold(sent).items);
+        const added = sent.filter((event) => event.type === "response.output_item.added").map((event) => fields(event)["item"] as Record<string, unknown>);
+        assert.ok(!("summary" in added[1]!), "a message item has no summary (ResponseOutputMessage has none)");
     });
 });
