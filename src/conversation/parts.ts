@@ -9,11 +9,15 @@ import type { TokenIdLogprob } from "../engine/types.js";
  * - `text-delta` and `tool-call` parts follow, possibly interleaved (text, a call, more text). A
  *   text block ends at the next `tool-call` or at `finish`.
  * - A `tool-call` arrives whole (name and complete JSON arguments) when the model closed it.
+ *   Whitespace around tool-call blocks is formatting: a turn of only tool calls has no text part.
  * - `logprobs` parts come just before the text parts of the same token (a token whose text is
  *   still held, such as part of a marker, has its logprobs first and its text later). They line
  *   up with the returned text: where a stop string cuts it, a token straddling the cut has them,
  *   and the tokens past it (the stop string's own) have none.
  * - `finish` is the last part of every choice that completed.
+ *
+ * Block-structured writers (Responses, Anthropic) take block starts and ends from `BlockTracker`
+ * rather than re-deriving them from these rules.
  */
 export type GenerationPart =
     | { type: "reasoning-delta"; text: string }

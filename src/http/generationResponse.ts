@@ -29,13 +29,13 @@ export async function collectGeneration(generation: Generation, cancellation: Re
 }
 
 /** The events of one streamed response, in its wire format. Pure: each returns the events to send. */
-export interface StreamWriter {
+export interface StreamWriter<Event extends SseEvent = SseEvent> {
     /** Before the first part (OpenAI: each choice's role chunk; Anthropic: `message_start`). */
-    start(): SseEvent[];
+    start(): Event[];
     /** One part of choice `choice`, in order. */
-    part(choice: number, part: GenerationPart): SseEvent[];
+    part(choice: number, part: GenerationPart): Event[];
     /** Every choice finished; `usage` is the request's (OpenAI: the usage chunk). */
-    end(usage: Usage): SseEvent[];
+    end(usage: Usage): Event[];
     /** Sent as it is (not JSON) on a last `data:` line, after `end` or an error (OpenAI's `[DONE]`). */
     readonly lastData?: string;
     /**
@@ -45,13 +45,32 @@ export interface StreamWriter {
     readonly keepAlive?: { intervalMs: number; events(): SseEvent[] };
 }
 
+/** Folds a stream's events into the whole response they describe (what an SDK does with a stream). */
+export interface StreamFold<Event extends SseEvent, Whole> {
+    add(events: readonly Event[]): void;
+    build(): Whole;
+}
+
+/**
+ * The non-streaming response: the generation run through the same `writer` as a stream, its
+ * events folded by `fold` instead of sent, so the whole response and the stream cannot differ.
+ * Rejects as `collectGeneration`.
+ */
+export async function foldGeneration<Event extends SseEvent, Whole>(generation: Generation, cancellation: RequestCancellation,
+    writer: StreamWriter<Event>, fold: StreamFold<Event, Whole>): Promise<Whole> {
+    fold.add(writer.start());
+    const usage = await collectGeneration(generation, cancellation, (choice, part) => fold.add(writer.part(choice, part)));
+    fold.add(writer.end(usage));
+    return fold.build();
+}
+
 /**
  * Streams a generation as SSE. After the first byte an error can only be in-band: the route's
  * error format's events, then the stream's end. A client that went away just ends the stream (its
  * signal already stopped the engine), with no error event and a quiet log line.
  */
 export async function streamGeneration(request: FastifyRequest, reply: FastifyReply, cancellation: RequestCancellation,
-    generation: Generation, writer: StreamWriter, errorFormat: ErrorFormat = errorFormatOf(request)): Promise<void> {
+    generation: Generation, writer: StreamWriter<SseEvent>, errorFormat: ErrorFormat = errorFormatOf(request)): Promise<void> {
     const sse = SseStream.start(reply);
     const sendAll = async (events: SseEvent[]): Promise<void> => {
         for (const event of events) await sse.send(event);

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { startChatGeneration } from "../../conversation/index.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
-import { chatCompletion, ChatCompletionStream, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
+import { ChatCompletionBuilder, ChatCompletionStream, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
-import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -24,8 +24,8 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         if (chat.stream) {
             return streamGeneration(request, reply, cancellation, generation, new ChatCompletionStream(identity, chat.n, chat.includeUsage));
         }
-        const collectors = Array.from({ length: chat.n }, (_, index) => new ChatMessageCollector(identity, index));
-        const usage = await collectGeneration(generation, cancellation, (choice, part) => collectors[choice]!.add(part));
-        return chatCompletion(identity, collectors.map((collector) => collector.choice(chat.logprobs !== undefined)), usage);
+        // The whole response is the fold of the stream's own chunks, its usage chunk included.
+        return foldGeneration(generation, cancellation, new ChatCompletionStream(identity, chat.n, true),
+            new ChatCompletionBuilder({ withLogprobs: chat.logprobs !== undefined, includeReasoning: chat.includeReasoning }));
     });
 }

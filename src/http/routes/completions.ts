@@ -1,9 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { startCompletionGeneration } from "../../conversation/index.js";
-import { CompletionCollector, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
+import { CompletionBuilder, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
-import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -20,7 +20,7 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         if (completion.stream) {
             return streamGeneration(request, reply, cancellation, generation, new CompletionStream(identity, completion.n, completion.includeUsage));
         }
-        const collector = new CompletionCollector(identity, completion.n);
-        return collector.response(await collectGeneration(generation, cancellation, (choice, part) => collector.add(choice, part)));
+        // The whole response is the fold of the stream's own chunks, its usage chunk included.
+        return foldGeneration(generation, cancellation, new CompletionStream(identity, completion.n, true), new CompletionBuilder());
     });
 }

@@ -3,7 +3,7 @@ import type { ChatMessage } from "../../chat/types.js";
 import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../conversation/index.js";
 import { InvalidRequestError, NotFoundError, RequestAbortedError } from "../../errors.js";
 import { newId, unixSeconds } from "../../openai/ids.js";
-import { ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
+import { finalResponse, ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
 import type { ResponseIdentity } from "../../responses/responseObject.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../../responses/responsesRequest.js";
 import { assistantTurn } from "../../responses/outputConversation.js";
@@ -84,7 +84,7 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
             return events;
         };
         const cancelledByRequest = (): boolean => cancel.signal.aborted && !cancellation.signal.aborted;
-        let final: Record<string, unknown> | undefined;
+        let final: ReturnType<typeof finalResponse> | undefined;
         const events = (part: GenerationPart): ResponseEvent[] => {
             if (part.type !== "finish") return writer.part(part);
             const done = keep(writer.finish(part.reason, part.usage, unixSeconds()));
@@ -162,11 +162,6 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
 
 function notFound(id: string): NotFoundError {
     return new NotFoundError(`Response with id '${id}' not found: it was not stored (store: false), was deleted, or expired.`, "response_id", "response_not_found");
-}
-
-/** The response object the last event carries (`response.completed` / `response.incomplete`). */
-function finalResponse(events: ResponseEvent[]): Record<string, unknown> {
-    return events.at(-1)!["response"] as Record<string, unknown>;
 }
 
 /** OpenAI's list page: `{object: "list", data, first_id, last_id, has_more}`, `limit` 1–100 (default 20), after an item id. */
