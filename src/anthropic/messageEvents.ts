@@ -6,7 +6,7 @@ import type {
 import { BlockTracker, type BlockStep } from "../conversation/blockTracker.js";
 import type { FinishPart, GenerationPart } from "../conversation/index.js";
 import type { Sent } from "../conversation/sdkShape.js";
-import { newId } from "../openai/ids.js";
+import { newId } from "../wire/ids.js";
 import { thinkingSignature } from "./thinkingSignature.js";
 
 /**

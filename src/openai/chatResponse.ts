@@ -3,7 +3,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { FinishPart, GenerationPart, Usage } from "../conversation/index.js";
 import type { Sent } from "../conversation/sdkShape.js";
-import { newId } from "./ids.js";
+import { newId } from "../wire/ids.js";
 import { chatLogprobs, toChatLogprob, type WireChatLogprob } from "./logprobs.js";
 import { toWireUsage, type WireUsage } from "./usage.js";
 

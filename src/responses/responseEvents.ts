@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { newId } from "../wire/ids.js";
 import type {
     ResponseCompletedEvent, ResponseContentPartAddedEvent, ResponseContentPartDoneEvent, ResponseCreatedEvent, ResponseCustomToolCallInputDeltaEvent,
     ResponseCustomToolCallInputDoneEvent, ResponseErrorEvent, ResponseFailedEvent, ResponseFunctionCallArgumentsDeltaEvent, ResponseFunctionCallArgumentsDoneEvent,
@@ -42,10 +42,6 @@ export interface ResponseWriterOptions {
     encryptedReasoning: boolean;
     /** Ids for output items; random by default, fixed in tests. */
     newId?: (prefix: string) => string;
-}
-
-function randomItemId(prefix: string): string {
-    return `${prefix}_${randomBytes(16).toString("hex")}`;
 }
 
 /**
@@ -128,7 +124,7 @@ export class ResponseEventWriter {
     private readonly newId: (prefix: string) => string;
 
     constructor(private readonly identity: ResponseIdentity, private readonly options: ResponseWriterOptions) {
-        this.newId = options.newId ?? randomItemId;
+        this.newId = options.newId ?? ((prefix) => newId(prefix, "_"));
     }
 
     /** The output items so far (the open one as it was announced). */

@@ -4,3 +4,8 @@ import { randomBytes } from "node:crypto";
 export function newId(prefix: string, separator = "-"): string {
     return `${prefix}${separator}${randomBytes(12).toString("hex")}`;
 }
+
+/** OpenAI's `created`: Unix seconds. */
+export function unixSeconds(): number {
+    return Math.floor(Date.now() / 1000);
+}

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { startChatGeneration } from "../../conversation/index.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
 import { ChatCompletionBuilder, ChatCompletionStream, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
+import { newId, unixSeconds } from "../../wire/ids.js";
 import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { startCompletionGeneration } from "../../conversation/index.js";
 import { CompletionBuilder, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
+import { newId, unixSeconds } from "../../wire/ids.js";
 import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ChatMessage } from "../../chat/types.js";
 import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../conversation/index.js";
 import { InvalidRequestError, NotFoundError, RequestAbortedError } from "../../errors.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
+import { newId, unixSeconds } from "../../wire/ids.js";
 import { finalResponse, ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
 import type { ResponseIdentity } from "../../responses/responseObject.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../../responses/responsesRequest.js";
