@@ -16,6 +16,7 @@ import { messagesRoute } from "./routes/messages.js";
 import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
+import { ollamaRoutes } from "./routes/ollama.js";
 import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
@@ -170,6 +171,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     messagesRoute(app, context);
     messagesCountTokensRoute(app, context);
     responsesRoute(app, context);
+    ollamaRoutes(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

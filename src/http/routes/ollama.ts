@@ -1,0 +1,32 @@
+import type { FastifyInstance } from "fastify";
+import { parseJsonBody } from "../jsonBody.js";
+import { ollamaChatRoute } from "./ollamaChat.js";
+import { ollamaGenerateRoute } from "./ollamaGenerate.js";
+import { ollamaModelFilesRoute } from "./ollamaModelFiles.js";
+import { ollamaModelsRoute } from "./ollamaModels.js";
+import { ollamaRootRoute } from "./ollamaRoot.js";
+import { ollamaUnsupportedRoute } from "./ollamaUnsupported.js";
+import type { RouteContext } from "./routeContext.js";
+
+/**
+ * Ollama's API (`/api/*`, see docs/ollama.md), in its own encapsulated context: Ollama reads any
+ * body as JSON whatever its Content-Type (its docs' `curl -d '{…}'` sends
+ * application/x-www-form-urlencoded), so these routes do too, with the same checks as every JSON body.
+ */
+export function ollamaRoutes(app: FastifyInstance, context: RouteContext): void {
+    ollamaRootRoute(app, context);
+    void app.register(async (api) => {
+        api.addContentTypeParser("*", { parseAs: "buffer" }, (request, body, done) => {
+            try {
+                done(null, parseJsonBody(undefined, body as Buffer));
+            } catch (error) {
+                done(error as Error, undefined);
+            }
+        });
+        ollamaChatRoute(api, context);
+        ollamaGenerateRoute(api, context);
+        ollamaModelsRoute(api, context);
+        ollamaModelFilesRoute(api, context);
+        ollamaUnsupportedRoute(api, context);
+    });
+}
