@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { GenerationRequest } from "../../src/engine/types.js";
+import { Ollama } from "ollama";
 import { exactly } from "../helpers/anthropicSse.js";
 import { longGrammar } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
@@ -194,5 +195,22 @@ describe("Ollama's routes with MAPLE_STRICT_MODEL and an API key", () => {
         const anonymous = await server.request("/api/tags");
         assert.equal(anonymous.status, 401);
         assert.deepEqual(Object.keys(await anonymous.json() as object), ["error"]);
+    });
+});
+
+describe("MAPLE_OLLAMA_PORT: a second listener", () => {
+    let server: TestServer;
+    before(async () => {
+        server = await startTestServer({ ollamaPort: 0 });
+    });
+    after(async () => server.close());
+
+    it("serves the same app on the second port: Ollama's routes, the probe, and one /health load", async () => {
+        assert.ok(server.ollamaUrl !== undefined && server.ollamaUrl !== server.url);
+        const ollama = new Ollama({ host: server.ollamaUrl });
+        assert.equal((await ollama.list()).models[0]!.name, "maple-preview:latest");
+        assert.equal(await (await fetch(`${server.ollamaUrl}/`)).text(), "Ollama is running");
+        const health = await (await fetch(`${server.ollamaUrl}/health`)).json() as { status: string };
+        assert.equal(health.status, "ok");
     });
 });
