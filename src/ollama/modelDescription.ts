@@ -103,6 +103,8 @@ export function showModel(served: ServedModel, sampling: { temperature: number }
         details: modelDetails(served),
         model_info: {
             "general.architecture": arch,
+            // Copilot's Ollama provider names the model by it.
+            "general.basename": served.id,
             ...(model.name !== undefined ? { "general.name": model.name } : {}),
             ...(model.parameterCount !== undefined ? { "general.parameter_count": model.parameterCount } : {}),
             // The slot's context, not the training one: what a client may fill here.

@@ -165,6 +165,23 @@ describe("the ollama npm client", { timeout: 120_000 }, () => {
         assert.match(version, /^\d+\.\d+\.\d+$/);
     });
 
+    it("VS Code Copilot Chat's Ollama provider, replayed: version gate, tags, show, then chat on /v1 with the listed id", async () => {
+        // What its OllamaModelRegistry does (vscode-copilot-chat, byok/vscode-node/ollamaProvider.ts).
+        const { version } = await (await server.request("/api/version")).json() as { version: string };
+        const [major = 0, minor = 0, patch = 0] = version.split("-")[0]!.split(".").map(Number);
+        assert.ok(major > 0 || minor > 6 || (minor === 6 && patch >= 4), `Copilot refuses Ollama below 0.6.4; got ${version}`);
+        const { models } = await (await server.request("/api/tags")).json() as { models: { model: string; name: string }[] };
+        const id = models[0]!.model;
+        const info = await (await server.post("/api/show", { model: id })).json() as { capabilities: string[]; model_info: Record<string, unknown> };
+        const contextWindow = info.model_info[`${String(info.model_info["general.architecture"])}.context_length`];
+        assert.equal(contextWindow, 1024);
+        assert.equal(info.model_info["general.basename"], "maple-preview");
+        assert.ok(info.capabilities.includes("tools"), "Copilot offers tool calling by this");
+        const body = { model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 16, grammar: exactly("Hm.\n</think>\n\nHello.") };
+        const completion = await (await server.post("/v1/chat/completions", body)).json() as { choices: { message: { content: string } }[] };
+        assert.equal(completion.choices[0]!.message.content, "Hello.");
+    });
+
     it("pull from the hub with progress, then delete", async () => {
         const spec = `hf:${smallFile}`;
         const stream = await ollama.pull({ model: spec, stream: true });

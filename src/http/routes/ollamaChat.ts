@@ -2,7 +2,6 @@ import type { FastifyInstance } from "fastify";
 import { startChatGeneration } from "../../conversation/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { parseOllamaChatRequest } from "../../ollama/chatRequest.js";
-import { servedModelName } from "../../ollama/modelName.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
 import { RequestTimings } from "../../ollama/timings.js";
@@ -18,7 +17,7 @@ export function ollamaChatRoute(app: FastifyInstance, context: RouteContext): vo
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseOllamaChatRequest(request.body, context.samplingDefaults);
-        context.checkModel(servedModelName(chat.model, context.config.modelId));
+        context.checkModel(chat.model);
         const identity = { model: chat.model, api: "chat" as const };
         if (chat.loadOnly) return loadedChunk(identity);
         const generation = await startChatGeneration(model, { ...chat, cacheKey: conversationCacheKey(request.body, request.headers) },

@@ -2,7 +2,6 @@ import type { FastifyInstance } from "fastify";
 import { startChatGeneration, startCompletionGeneration } from "../../conversation/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { parseOllamaGenerateRequest } from "../../ollama/generateRequest.js";
-import { servedModelName } from "../../ollama/modelName.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
 import { RequestTimings } from "../../ollama/timings.js";
@@ -18,7 +17,7 @@ export function ollamaGenerateRoute(app: FastifyInstance, context: RouteContext)
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const generate = parseOllamaGenerateRequest(request.body, context.samplingDefaults);
-        context.checkModel(servedModelName(generate.model, context.config.modelId));
+        context.checkModel(generate.model);
         const identity = { model: generate.model, api: "generate" as const };
         if (generate.loadOnly) return loadedChunk(identity);
         const options = timings.observe({ ...context.generationOptions(request, cancellation.signal), promptParam: "prompt" });

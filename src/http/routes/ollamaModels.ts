@@ -4,7 +4,6 @@ import { z } from "zod";
 import { InvalidRequestError } from "../../errors.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { listedModel, ollamaApiVersion, runningModel, showModel, type ServedModel } from "../../ollama/modelDescription.js";
-import { servedModelName } from "../../ollama/modelName.js";
 import { parseWire } from "../../openai/validation.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -32,7 +31,7 @@ export function ollamaModelsRoute(app: FastifyInstance, context: RouteContext): 
         const wire = parseWire(showWire, request.body);
         const name = wire.model ?? wire.name ?? undefined;
         if (name === undefined || name === "") throw new InvalidRequestError("model is required", "model");
-        context.checkModel(servedModelName(name, context.config.modelId));
+        context.checkModel(name);
         return showModel(await served(), context.samplingDefaults);
     });
 }
