@@ -19,7 +19,7 @@ import { maxJsonDepth } from "../../src/http/jsonBody.js";
 import { webUiPaths } from "../../src/http/routes/webUi.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import {
-    chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, promptPastContext, textDamage, toJsonText, vocabularySize
+    chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, ollamaFields, promptPastContext, textDamage, toJsonText, vocabularySize
 } from "./wireArbitraries.js";
 
 /** Statuses a client may get for its own input (401 only with a key, which this server has none of). */
@@ -184,6 +184,27 @@ describe("hostile requests against a live server (fuzz)", () => {
         await fuzz(t, "chat fields", mutatedBody(chatBase, chatFields), 2500, async (body) => {
             const error = await post("/v1/chat/completions", toJsonText(body));
             if (hasLoneSurrogate(body)) assert.equal(error?.type, "invalid_request_error", "a lone surrogate is refused");
+        });
+    });
+
+    it("Ollama's /api/chat and /api/generate bodies: a 200 (NDJSON lines without errors) or a 4xx in Ollama's shape", async (t) => {
+        const route = fc.constantFrom("/api/chat", "/api/generate");
+        const base = { model: "maple-preview", messages: [{ role: "user", content: "Hi" }], prompt: "Hi", options: { num_predict: 2 } };
+        await fuzz(t, "ollama fields", fc.tuple(route, mutatedBody(base, ollamaFields)), 1200, async ([path, body]) => {
+            const answer = await send({ path, body: toJsonText(body) });
+            const context = `POST ${path} ${toJsonText(body).slice(0, 200)} → ${answer.status} ${answer.text.slice(0, 300)}`;
+            assert.ok(clientStatuses.has(answer.status), `a status for client input: ${context}`);
+            if (answer.status === 200) {
+                for (const line of answer.text.split("\n").filter((text) => text !== "")) {
+                    assert.ok(!("error" in (JSON.parse(line) as object)), `no in-band error in a 200: ${context}`);
+                }
+                return;
+            }
+            assert.match(answer.contentType, /^application\/json/, context);
+            const error = JSON.parse(answer.text) as Record<string, unknown>;
+            assert.deepEqual(Object.keys(error), ["error"], `Ollama's shape: ${context}`);
+            assert.ok(typeof error["error"] === "string" && error["error"] !== "", context);
+            assert.ok(!answer.text.includes("/work/") && !answer.text.includes("    at "), `no file paths or stack frames: ${context}`);
         });
     });
 
