@@ -2,10 +2,10 @@ import { z } from "zod";
 import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
 import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
 import { InvalidRequestError } from "../errors.js";
-import type { SamplingDefaults } from "../openai/sampling.js";
+import { rejectUnsupported as refuse, type SamplingDefaults } from "../openai/sampling.js";
 import { paramPath, parseWire } from "../openai/validation.js";
 import { toGenerationSettings } from "./options.js";
-import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
+import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, streams, thinkingKwargs } from "./requestFields.js";
 
 /** Ollama's tool-call arguments: an object (api.ToolCallFunctionArguments); a JSON string of one is accepted too. */
 const wireToolCall = z.object({

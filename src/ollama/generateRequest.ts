@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { answerConstraint, type ChatGenerationRequest, type CompletionGenerationRequest } from "../conversation/index.js";
-import type { SamplingDefaults } from "../openai/sampling.js";
+import { rejectUnsupported as refuse, type SamplingDefaults } from "../openai/sampling.js";
 import { parseWire } from "../openai/validation.js";
 import { toGenerationSettings } from "./options.js";
-import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
+import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, streams, thinkingKwargs } from "./requestFields.js";
 
 const generateWire = z.object({
     ...generationFields,

@@ -67,8 +67,3 @@ export function checkGrammarConflict(grammar: string | null | undefined, constra
         throw new InvalidRequestError("grammar cannot be combined with format: both constrain the output.", "grammar");
     }
 }
-
-/** A field Maple cannot serve: refused by name rather than silently dropped. */
-export function refuse(param: string, message: string): never {
-    throw new InvalidRequestError(message, param);
-}

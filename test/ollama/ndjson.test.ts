@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import type { GenerationRequest } from "../../src/engine/types.js";
 import { Ollama } from "ollama";
 import { exactly } from "../helpers/anthropicSse.js";
-import { longGrammar } from "../helpers/longGeneration.js";
+import { longGrammar, startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { readHealth, waitForHealth } from "../helpers/waitFor.js";
 
@@ -212,5 +212,28 @@ describe("MAPLE_OLLAMA_PORT: a second listener", () => {
         assert.equal(await (await fetch(`${server.ollamaUrl}/`)).text(), "Ollama is running");
         const health = await (await fetch(`${server.ollamaUrl}/health`)).json() as { status: string };
         assert.equal(health.status, "ok");
+    });
+});
+
+describe("Ollama's routes when the queue is full", () => {
+    let server: TestServer;
+    before(async () => {
+        server = await startTestServer({ parallel: 1, maxQueueDepth: 0 });
+    });
+    after(async () => server.close());
+
+    it("answers 503 in Ollama's shape with Retry-After, before any byte of a stream", async () => {
+        const held = await startHeldStream(server);
+        try {
+            const response = await server.post("/api/chat", { model: "maple-preview", messages: [{ role: "user", content: "Hi" }] });
+            assert.equal(response.status, 503);
+            assert.equal(response.headers.get("retry-after"), "5");
+            const body = await response.json() as Record<string, unknown>;
+            assert.deepEqual(Object.keys(body), ["error"]);
+            assert.match(body["error"] as string, /busy/);
+        } finally {
+            held.abort();
+        }
+        await waitForHealth(server, (health) => health.active === 0, "the held slot to free");
     });
 });
