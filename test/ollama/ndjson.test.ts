@@ -237,3 +237,29 @@ describe("Ollama's routes when the queue is full", () => {
         await waitForHealth(server, (health) => health.active === 0, "the held slot to free");
     });
 });
+
+describe("an error after the stream began", () => {
+    it("ends the NDJSON stream with one {\"error\"} line (the server shutting down mid-generation)", async () => {
+        const server = await startTestServer({ parallel: 1 });
+        let closing: Promise<void> | undefined;
+        try {
+            const response = await server.post("/api/chat", { model: "maple-preview", messages: [{ role: "user", content: "Go" }], options: { num_predict: 1000 }, grammar: longGrammar });
+            assert.equal(response.status, 200);
+            const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+            let text = "";
+            while (!text.includes("\n")) {
+                const chunk = await reader.read();
+                assert.ok(!chunk.done, "a first line arrived");
+                text += chunk.value;
+            }
+            closing = server.close({ graceMs: 0 });
+            for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += chunk.value;
+            const lines = text.trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+            assert.deepEqual(Object.keys(lines.at(-1)!), ["error"]);
+            assert.match(lines.at(-1)!["error"] as string, /shutting down/i);
+            assert.ok(lines.slice(0, -1).every((line) => line["done"] === false), "no done object before the error");
+        } finally {
+            await (closing ?? server.close());
+        }
+    });
+});
