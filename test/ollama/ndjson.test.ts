@@ -93,6 +93,21 @@ describe("Ollama's wire (NDJSON, errors, probes)", () => {
         assert.match(body.message?.content ?? "", /^a+$/);
     });
 
+    it("logprobs: each token's logprob and its top alternatives, gathered in the stream: false answer", async () => {
+        const response = await server.post("/api/chat", {
+            model: "maple-preview", stream: false, messages: [{ role: "user", content: "Hi" }], think: false, logprobs: true, top_logprobs: 2, grammar: exactly("yes indeed")
+        });
+        const body = await response.json() as Chunk & { logprobs?: { token: string; logprob: number; bytes: number[]; top_logprobs?: unknown[] }[] };
+        assert.equal(body.message?.content, "yes indeed");
+        const logprobs = body.logprobs ?? [];
+        assert.ok(logprobs.length >= 2, JSON.stringify(body));
+        assert.equal(logprobs.map((entry) => entry.token).join("").trim(), "yes indeed");
+        for (const entry of logprobs) {
+            assert.ok(entry.logprob <= 0 && entry.bytes.length > 0);
+            assert.ok((entry.top_logprobs?.length ?? 0) <= 2);
+        }
+    });
+
     it("/api/generate streams `response` pieces; an empty prompt only loads", async () => {
         const lines = await readLines(await server.post("/api/generate", { model: "maple-preview", prompt: "Say", raw: true, grammar: exactly("raw text") }));
         assert.equal(lines.map((line) => line.response).join(""), "raw text");
