@@ -155,7 +155,10 @@ describe("Ollama's wire (NDJSON, errors, probes)", () => {
         ["a suffix", "/api/generate", { model: "maple-preview", prompt: "def f(", suffix: "return x" }, /suffix/],
         ["raw with system", "/api/generate", { model: "maple-preview", prompt: "x", raw: true, system: "s" }, /raw mode/],
         ["a body that is not JSON", "/api/chat", "{not json", /JSON/],
-        ["show without a model", "/api/show", {}, /model is required/]
+        ["show without a model", "/api/show", {}, /model is required/],
+        ["a pull of a path on the server", "/api/pull", { model: "/etc/passwd" }, /not a model to fetch/],
+        ["a pull of an unknown name", "/api/pull", { model: "llama3.2", stream: false }, /not a model to fetch/],
+        ["a copy (not served)", "/api/copy", { source: "a", destination: "b" }, /does not copy/]
     ];
     for (const [what, path, body, message] of badRequests) {
         it(`400 in Ollama's shape for ${what}`, async () => {
@@ -167,6 +170,17 @@ describe("Ollama's wire (NDJSON, errors, probes)", () => {
             assert.match(error["error"] as string, message);
         });
     }
+
+    it("DELETE /api/delete without a model is a 400, an unknown /api route a 404, both in Ollama's shape", async () => {
+        const deleted = await server.request("/api/delete", { method: "DELETE", headers: { "content-type": "application/json" }, body: "{}" });
+        assert.equal(deleted.status, 400);
+        assert.match((await deleted.json() as { error: string }).error, /model is required/);
+        for (const [method, path] of [["POST", "/api/unknown"], ["GET", "/api/chat"], ["POST", "/api/tags"]] as const) {
+            const response = await server.request(path, { method, ...(method === "POST" ? { body: "{}" } : {}) });
+            assert.equal(response.status, 404, `${method} ${path}`);
+            assert.deepEqual(Object.keys(await response.json() as object), ["error"], `${method} ${path}`);
+        }
+    });
 
     it("the routes Maple does not serve answer a 400 that says what it does instead", async () => {
         for (const path of ["/api/create", "/api/copy", "/api/push", "/api/embed", "/api/embeddings"]) {

@@ -1,4 +1,7 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { NotFoundError } from "../../errors.js";
+import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
+import { toMapleError } from "../errorHandler.js";
 import { parseJsonBody } from "../jsonBody.js";
 import { ollamaChatRoute } from "./ollamaChat.js";
 import { ollamaGenerateRoute } from "./ollamaGenerate.js";
@@ -29,4 +32,13 @@ export function ollamaRoutes(app: FastifyInstance, context: RouteContext): void 
         ollamaModelFilesRoute(api, context);
         ollamaUnsupportedRoute(api, context);
     });
+    // Any other /api path (or method) answers in Ollama's shape too, its body's errors included.
+    void app.register(async (api) => {
+        const answer = (error: unknown, reply: FastifyReply): void => {
+            const { status, headers, body } = ollamaErrorFormat.response(toMapleError(error));
+            void reply.code(status).headers(headers).type("application/json").send(body);
+        };
+        api.setErrorHandler((error, _request, reply) => answer(error, reply));
+        api.setNotFoundHandler((request, reply) => answer(new NotFoundError(`Unknown route: ${request.method} ${request.url.split("?")[0]}`, null, "unknown_route"), reply));
+    }, { prefix: "/api" });
 }

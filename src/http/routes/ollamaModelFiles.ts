@@ -2,8 +2,10 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { InvalidRequestError, MapleError, NotFoundError } from "../../errors.js";
 import { toMapleError } from "../errorHandler.js";
+import { isHuggingFaceSpec } from "../../models/huggingFace.js";
 import { removeStoredModels } from "../../models/modelStore.js";
-import { ModelSpecError, resolveModel } from "../../models/resolveModel.js";
+import { expandShortName } from "../../models/officialModels.js";
+import { ModelSpecError, resolveModel, syntheticPrefix } from "../../models/resolveModel.js";
 import { ollamaErrorBody, ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { NdjsonStream } from "../../ollama/ndjsonStream.js";
 import { PullProgress } from "../../ollama/pullProgress.js";
@@ -22,6 +24,22 @@ function modelNameOf(body: unknown): { spec: string; stream: boolean } {
     return { spec: name.endsWith(":latest") ? name.slice(0, -":latest".length) : name, stream: wire.stream !== false };
 }
 
+/**
+ * Only what is fetched or written into the models directory, as `maple pull` takes: a path would
+ * let a client probe the server's files.
+ */
+function checkFetchable(spec: string): void {
+    let fetchable: boolean;
+    try {
+        fetchable = isHuggingFaceSpec(spec) || spec.startsWith(syntheticPrefix) || expandShortName(spec) !== undefined;
+    } catch (error) {
+        throw pullError(error);
+    }
+    if (!fetchable) {
+        throw new InvalidRequestError(`'${spec}' is not a model to fetch: expected maple-preview[:tq1], hf:owner/repo/file.gguf, hf:owner/repo:QUANT or synthetic:NAME.`, "model");
+    }
+}
+
 /** A model that cannot be fetched is the request's fault (a wrong spec, a file the hub refuses), not a server error. */
 function pullError(error: unknown): unknown {
     return error instanceof ModelSpecError ? new InvalidRequestError(error.message, "model") : error;
@@ -37,6 +55,7 @@ export function ollamaModelFilesRoute(app: FastifyInstance, context: RouteContex
     const config = { errorFormat: ollamaErrorFormat };
     app.post("/api/pull", { config }, async (request, reply) => {
         const { spec, stream } = modelNameOf(request.body);
+        checkFetchable(spec);
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const progress = new PullProgress(spec);
         const pull = (onProgress?: Parameters<typeof resolveModel>[1]["onProgress"]): Promise<unknown> =>
