@@ -9,6 +9,8 @@ export interface MapleConfig {
     model: string | undefined;
     host: string;
     port: number;
+    /** A second port serving the same routes (Ollama clients' default is 11434); undefined: none. */
+    ollamaPort: number | undefined;
     modelId: string;
     modelsDir: string;
     apiKey: string | undefined;
@@ -147,6 +149,9 @@ export const settings = [
         help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
     define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,
         help: "Port to listen on (0 picks a free port)", parse: integer(0, 65535) }),
+    define({ key: "ollamaPort", flag: "ollama-port", env: "MAPLE_OLLAMA_PORT", valueName: "PORT", defaultValue: () => undefined,
+        defaultText: "none", help: "Also listen on this port (Ollama's default is 11434), same host and routes, so Ollama clients find Maple at their default URL",
+        parse: integer(0, 65535) }),
     define({ key: "modelId", flag: "model-id", env: "MAPLE_MODEL_ID", valueName: "ID", defaultValue: () => "maple-preview",
         help: "Model id reported by /v1/models and echoed when a request names none", parse: nonEmpty }),
     define({ key: "modelsDir", flag: "models-dir", env: "MAPLE_MODELS_DIR", valueName: "DIR", defaultValue: defaultModelsDir,

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
+import { servedModelName } from "../ollama/modelName.js";
 import type { ModelHost } from "../serving/modelHost.js";
 import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
@@ -16,6 +17,7 @@ import { messagesRoute } from "./routes/messages.js";
 import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
+import { ollamaRoutes } from "./routes/ollama.js";
 import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
@@ -146,7 +148,8 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
             maxNewTokensLimit: config.maxNewTokensLimit
         },
         checkModel(requested) {
-            if (config.strictModel && requested !== undefined && requested !== config.modelId) {
+            // `maple-preview:latest` is the served `maple-preview` (Ollama's default tag; Copilot sends it to /v1 too).
+            if (config.strictModel && requested !== undefined && servedModelName(requested, config.modelId) !== config.modelId) {
                 throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
             }
             return requested ?? config.modelId;
@@ -170,6 +173,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     messagesRoute(app, context);
     messagesCountTokensRoute(app, context);
     responsesRoute(app, context);
+    ollamaRoutes(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

@@ -19,7 +19,7 @@ import { maxJsonDepth } from "../../src/http/jsonBody.js";
 import { webUiPaths } from "../../src/http/routes/webUi.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import {
-    chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, promptPastContext, textDamage, toJsonText, vocabularySize
+    chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, ollamaFields, promptPastContext, textDamage, toJsonText, vocabularySize
 } from "./wireArbitraries.js";
 
 /** Statuses a client may get for its own input (401 only with a key, which this server has none of). */
@@ -139,6 +139,24 @@ describe("hostile requests against a live server (fuzz)", () => {
         return assertErrorShape(answer.text, context);
     }
 
+    /** The same contract on Ollama's routes: a 200 (NDJSON lines or one object, none an error) or a 4xx `{"error": "…"}`. */
+    function checkOllamaAnswer(answer: Answer, what: string): void {
+        const context = `${what} → ${answer.status} ${answer.text.slice(0, 300)}`;
+        assert.ok(clientStatuses.has(answer.status), `a status for client input: ${context}`);
+        if (answer.status === 200) {
+            if (!answer.contentType.startsWith("application/")) return;
+            for (const line of answer.text.split("\n").filter((text) => text !== "")) {
+                assert.ok(!("error" in (JSON.parse(line) as object)), `no in-band error in a 200: ${context}`);
+            }
+            return;
+        }
+        assert.match(answer.contentType, /^application\/json/, context);
+        const error = JSON.parse(answer.text) as Record<string, unknown>;
+        assert.deepEqual(Object.keys(error), ["error"], `Ollama's shape: ${context}`);
+        assert.ok(typeof error["error"] === "string" && error["error"] !== "", context);
+        assert.ok(!answer.text.includes("/work/") && !answer.text.includes("    at "), `no file paths or stack frames: ${context}`);
+    }
+
     async function post(path: string, body: string | Uint8Array, contentType?: string | null): Promise<WireError["error"] | undefined> {
         const answer = await send({ path, body, contentType });
         const shown = typeof body === "string" ? body : Buffer.from(body).toString("latin1");
@@ -184,6 +202,14 @@ describe("hostile requests against a live server (fuzz)", () => {
         await fuzz(t, "chat fields", mutatedBody(chatBase, chatFields), 2500, async (body) => {
             const error = await post("/v1/chat/completions", toJsonText(body));
             if (hasLoneSurrogate(body)) assert.equal(error?.type, "invalid_request_error", "a lone surrogate is refused");
+        });
+    });
+
+    it("Ollama's /api/chat and /api/generate bodies: a 200 (NDJSON lines without errors) or a 4xx in Ollama's shape", async (t) => {
+        const route = fc.constantFrom("/api/chat", "/api/generate");
+        const base = { model: "maple-preview", messages: [{ role: "user", content: "Hi" }], prompt: "Hi", options: { num_predict: 2 } };
+        await fuzz(t, "ollama fields", fc.tuple(route, mutatedBody(base, ollamaFields)), 1200, async ([path, body]) => {
+            checkOllamaAnswer(await send({ path, body: toJsonText(body) }), `POST ${path} ${toJsonText(body).slice(0, 200)}`);
         });
     });
 
@@ -265,7 +291,8 @@ describe("hostile requests against a live server (fuzz)", () => {
         const path = fc.oneof(
             fc.constantFrom("/", "/v1", "/v1/", "/v2/completions", "/v1/chat", "/v1/models/", "/health/", "/v1/engines", "//v1/models",
                 "/v1/models/%E0%A4%A", "/v1/models/%00", "/v1/models/%ZZ", `/v1/models/${"x".repeat(500)}`, "/v1/models/maple-preview",
-                "/health?verbose=%", "/v1/models?x[y]=1&x=2"),
+                "/health?verbose=%", "/v1/models?x[y]=1&x=2",
+                "/api/tags", "/api/ps", "/api/version", "/api/show", "/api/delete", "/api/nope", "/api"),
             fc.webPath().map((webPath) => `/${webPath.replace(/^\/+/, "")}`),
             fc.string({ maxLength: 40 }).map((id) => `/v1/models/${encodeURIComponent(id)}`)
         );
@@ -278,6 +305,8 @@ describe("hostile requests against a live server (fuzz)", () => {
             }
             // The web chat's page and assets are the one non-JSON answer (src/http/routes/webUi.ts).
             if (verb === "GET" && webChatPaths.has(route.split("?")[0]!)) return assert.equal(answer.status, 200, `GET ${route}`);
+            // Ollama's routes (and any other /api path) answer in Ollama's shape.
+            if (/^\/api(\/|$|\?)/.test(route)) return checkOllamaAnswer(answer, `${verb} ${route}`);
             checkAnswer(answer, `${verb} ${route}`);
         });
     });

@@ -338,3 +338,45 @@ export function damage(text: string, hurt: TextDamage): Uint8Array {
 export function nested(depth: number, kind: "array" | "object", inner = "1"): string {
     return kind === "array" ? "[".repeat(depth) + inner + "]".repeat(depth) : "{\"a\":".repeat(depth) + inner + "}".repeat(depth);
 }
+
+/** An Ollama message: its roles (and unknown ones), `thinking`, object tool-call arguments, `images`, `tool_name`. */
+const ollamaMessage = fc.record({
+    role: field(fc.constantFrom("system", "user", "assistant", "tool", "USER", "wizard", "developer", "")),
+    content: field(oddText, fc.constant("Hi")),
+    thinking: field(oddText),
+    images: field(fc.constantFrom([], ["aGk="])),
+    tool_calls: field(fc.array(fc.record({ function: field(fc.record({ name: field(fc.constantFrom("get_weather", "")), arguments: toolArguments })) }), { maxLength: 2 })),
+    tool_name: field(oddText),
+    tool_call_id: field(oddText)
+}, { requiredKeys: [] });
+
+/** Ollama's `options` (api.Options): the sampling ones, the ignored ones, and wrong types. */
+const ollamaOptions = fc.record({
+    temperature: samplingFields["temperature"]!, top_p: probability, top_k: samplingFields["top_k"]!, min_p: probability,
+    seed: samplingFields["seed"]!, num_predict: field(fc.constantFrom(-2, -1, 0, 1, 4, 1e308), fc.integer({ min: -5, max: 8 })),
+    stop: field(fc.array(fc.string({ maxLength: 4 }), { maxLength: 20 }), oddText), repeat_penalty: samplingFields["repetition_penalty"]!,
+    presence_penalty: samplingFields["presence_penalty"]!, frequency_penalty: samplingFields["frequency_penalty"]!,
+    num_ctx: field(fc.constantFrom(1, 2048, 1 << 20, 0, -1)), mirostat: anyValue, num_gpu: anyValue
+}, { requiredKeys: [] });
+
+/** The fields of Ollama's /api/chat and /api/generate. */
+export const ollamaFields: Record<string, fc.Arbitrary<Field>> = {
+    model: field(fc.constantFrom("maple-preview", "maple-preview:latest", "llama3.2", ""), oddText),
+    messages: field(fc.array(ollamaMessage, { minLength: 1, maxLength: 4 }), fc.constantFrom([], [{ role: "user", content: promptPastContext }])),
+    prompt: field(oddText, fc.constantFrom("", promptPastContext)),
+    system: field(oddText),
+    suffix: field(oddText),
+    raw: field(fc.boolean()),
+    template: field(oddText),
+    context: field(fc.array(fc.integer(), { maxLength: 3 })),
+    images: field(fc.constantFrom([], ["aGk="])),
+    tools: field(fc.array(tool, { maxLength: 2 })),
+    think: field(fc.constantFrom(true, false, "low", "medium", "high", "max", "very")),
+    format: field(fc.constantFrom("json", "", "yaml"), schema),
+    options: field(ollamaOptions),
+    stream: field(fc.boolean()),
+    keep_alive: field(fc.constantFrom("5m", 0, -1, "forever")),
+    logprobs: field(fc.boolean()),
+    top_logprobs: field(fc.constantFrom(0, 5, 20, 21, -1)),
+    grammar
+};
