@@ -1,11 +1,10 @@
 import { z } from "zod";
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
 import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
 import { InvalidRequestError } from "../errors.js";
-import { rejectUnsupported as refuse, type SamplingDefaults } from "../openai/sampling.js";
-import { paramPath, parseWire } from "../openai/validation.js";
+import { conversationKey, paramPath, parseWire, refuseDuplicateToolNames, refuseGrammarWithAnswer, selectTools, toolCallArguments, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";
-import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, streams, thinkingKwargs } from "./requestFields.js";
+import { generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
 
 /** Ollama's tool-call arguments: an object (api.ToolCallFunctionArguments); a JSON string of one is accepted too. */
 const wireToolCall = z.object({
@@ -52,7 +51,7 @@ export interface OllamaChatRequest extends ChatGenerationRequest {
     loadOnly: boolean;
 }
 
-export function parseOllamaChatRequest(body: unknown, defaults: SamplingDefaults): OllamaChatRequest {
+export function parseOllamaChatRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults): OllamaChatRequest {
     const wire = parseWire(chatWire, body);
     const offered = (wire.tools ?? []).map((tool, index): ToolDefinition => {
         if (tool.type != null && tool.type !== "function") refuse(`tools[${index}].type`, `Tools of type '${tool.type}' are not supported; use type "function".`);
@@ -62,19 +61,19 @@ export function parseOllamaChatRequest(body: unknown, defaults: SamplingDefaults
             parameters: tool.function.parameters ?? { type: "object", properties: {} }
         };
     });
-    checkToolNames(offered);
+    refuseDuplicateToolNames(offered.map((tool) => tool.name), (index) => `tools[${index}].function.name`);
     // Ollama has no tool choice: the model decides whenever tools are offered.
-    const toolChoice: ToolChoice = { type: offered.length > 0 ? "auto" : "none" };
+    const { toolChoice, tools } = selectTools(offered, undefined, { param: "tools", nameParam: "tools", requiredWord: "required" });
     const json = parseFormat(wire.format);
-    const answer = answerConstraint(json, toolChoice, offered, true, (index) => `tools[${index}].function.parameters`);
-    checkGrammarConflict(wire.grammar, answer !== undefined);
+    const answer = answerConstraint(json, toolChoice, tools, true, (index) => `tools[${index}].function.parameters`);
+    refuseGrammarWithAnswer(answer, wire.grammar, "format");
     const messages = toChatMessages(wire.messages ?? []);
     return {
         model: wire.model,
         stream: streams(wire.stream),
         loadOnly: messages.length === 0,
         messages,
-        tools: offered,
+        tools,
         toolChoice,
         answer,
         templateKwargs: thinkingKwargs(wire.think),
@@ -82,16 +81,10 @@ export function parseOllamaChatRequest(body: unknown, defaults: SamplingDefaults
         ...toGenerationSettings(wire.options, defaults),
         n: 1,
         logprobs: logprobsOf(wire),
-        grammar: wire.grammar ?? undefined
+        grammar: wire.grammar ?? undefined,
+        // Ollama's requests name no conversation: an X-Session-Id header is the one key they can carry.
+        cacheKey: conversationKey({}, headers)
     };
-}
-
-function checkToolNames(tools: readonly ToolDefinition[]): void {
-    const names = new Set<string>();
-    tools.forEach((tool, index) => {
-        if (names.has(tool.name)) throw new InvalidRequestError(`Two tools are named '${tool.name}'.`, `tools[${index}].function.name`);
-        names.add(tool.name);
-    });
 }
 
 type WireMessage = z.infer<typeof wireMessage>;
@@ -130,21 +123,8 @@ export function toChatMessages(messages: readonly WireMessage[]): ChatMessage[] 
 }
 
 function toToolCall(call: z.infer<typeof wireToolCall>, param: string, fallbackId: string): ToolCall {
-    const args = call.function.arguments ?? {};
-    let text: string;
-    if (typeof args === "string") {
-        let value: unknown;
-        try {
-            value = JSON.parse(args === "" ? "{}" : args);
-        } catch {
-            value = undefined;
-        }
-        if (value === null || typeof value !== "object" || Array.isArray(value)) {
-            throw new InvalidRequestError("Tool call arguments must be a JSON object.", `${param}.function.arguments`);
-        }
-        text = JSON.stringify(value);
-    } else {
-        text = JSON.stringify(args);
-    }
+    // Ollama sends an object; a JSON string of one (OpenAI's shape) is held to every format's rule.
+    const args = call.function.arguments;
+    const text = args != null && typeof args === "object" ? JSON.stringify(args) : toolCallArguments(args, `${param}.function.arguments`);
     return { id: call.id ?? fallbackId, name: call.function.name, arguments: text };
 }

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { answerConstraint, type ChatGenerationRequest, type CompletionGenerationRequest } from "../conversation/index.js";
-import { rejectUnsupported as refuse, type SamplingDefaults } from "../openai/sampling.js";
-import { parseWire } from "../openai/validation.js";
+import { conversationKey, parseWire, refuseGrammarWithAnswer, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";
-import { checkGrammarConflict, generationFields, logprobsOf, parseFormat, streams, thinkingKwargs } from "./requestFields.js";
+import { generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
 
 const generateWire = z.object({
     ...generationFields,
@@ -32,7 +31,7 @@ export type OllamaGenerateRequest = GenerateFields & (
     | ({ raw: false } & ChatGenerationRequest)
     | ({ raw: true } & CompletionGenerationRequest));
 
-export function parseOllamaGenerateRequest(body: unknown, defaults: SamplingDefaults): OllamaGenerateRequest {
+export function parseOllamaGenerateRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults): OllamaGenerateRequest {
     const wire = parseWire(generateWire, body);
     if (wire.suffix != null && wire.suffix !== "") {
         refuse("suffix", "suffix (fill-in-the-middle) is not supported: this model has no infill template. Send the whole prompt instead.");
@@ -52,7 +51,8 @@ export function parseOllamaGenerateRequest(body: unknown, defaults: SamplingDefa
         ...toGenerationSettings(wire.options, defaults),
         n: 1,
         logprobs: logprobsOf(wire),
-        grammar: wire.grammar ?? undefined
+        grammar: wire.grammar ?? undefined,
+        cacheKey: conversationKey({}, headers)
     };
     const json = parseFormat(wire.format);
     const answer = answerConstraint(json, { type: "none" }, [], true, () => "format");
@@ -61,7 +61,7 @@ export function parseOllamaGenerateRequest(body: unknown, defaults: SamplingDefa
         if (json !== undefined) refuse("format", "raw mode does not support format: Maple's grammar field constrains a raw prompt's output.");
         return { ...common, raw: true, prompt: { text: prompt } };
     }
-    checkGrammarConflict(wire.grammar, answer !== undefined);
+    refuseGrammarWithAnswer(answer, wire.grammar, "format");
     const system = wire.system ?? "";
     return {
         ...common,

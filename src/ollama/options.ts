@@ -1,8 +1,7 @@
 import { z } from "zod";
 import type { GenerationSettings } from "../conversation/index.js";
-import { maxStopStrings, resolveMaxTokens, toSamplingOptions, type SamplingDefaults } from "../openai/sampling.js";
+import { maxStopStrings, resolveMaxTokens, samplingWire, toSamplingOptions, type SamplingDefaults } from "../wire/index.js";
 
-const finite = z.number({ invalid_type_error: "must be a number" }).finite();
 const integer = z.number({ invalid_type_error: "must be an integer" }).int("must be an integer");
 
 /**
@@ -14,19 +13,20 @@ const integer = z.number({ invalid_type_error: "must be an integer" }).int("must
  * `option "top_k" must be of type integer`).
  */
 export const wireOptions = z.object({
-    temperature: finite.min(0).max(2).nullish(),
-    top_p: finite.min(0).max(1).nullish(),
+    // Ollama's names for the fields every wire format shares, validated alike.
+    temperature: samplingWire.shape.temperature,
+    top_p: samplingWire.shape.top_p,
     // 0 (and llama.cpp's negative values) mean no top-k.
     top_k: integer.max(2 ** 31 - 1).nullish(),
-    min_p: finite.min(0).max(1).nullish(),
+    min_p: samplingWire.shape.min_p,
     // Ollama's -1 is "a random seed", as no seed.
     seed: integer.nullish(),
     // -1: no limit but Maple's default; -2: fill the context (Maple: its token limit).
     num_predict: integer.min(-2).nullish(),
     stop: z.array(z.string().min(1, "stop strings must not be empty")).max(maxStopStrings, `at most ${maxStopStrings} stop strings`).nullish(),
-    repeat_penalty: finite.gt(0).max(10).nullish(),
-    presence_penalty: finite.min(-2).max(2).nullish(),
-    frequency_penalty: finite.min(-2).max(2).nullish(),
+    repeat_penalty: samplingWire.shape.repetition_penalty,
+    presence_penalty: samplingWire.shape.presence_penalty,
+    frequency_penalty: samplingWire.shape.frequency_penalty,
     num_ctx: integer.min(1).nullish()
 }).passthrough();
 

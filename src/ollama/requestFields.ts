@@ -3,7 +3,7 @@ import { InvalidRequestError } from "../errors.js";
 import type { GenerationSettings } from "../conversation/index.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
 import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
-import { samplingFields } from "../openai/sampling.js";
+import { samplingWire } from "../wire/index.js";
 import { wireOptions } from "./options.js";
 
 /**
@@ -31,7 +31,7 @@ export const generationFields = {
     truncate: z.boolean().nullish(),
     shift: z.boolean().nullish(),
     // Maple's extension: GBNF constraining the whole output, as on the other routes.
-    grammar: samplingFields.grammar
+    grammar: samplingWire.shape.grammar
 };
 
 /** Ollama's default: stream unless `stream: false`. */
@@ -61,9 +61,7 @@ export function logprobsOf(wire: { logprobs?: boolean | null; top_logprobs?: num
     return wire.logprobs === true ? { top: wire.top_logprobs ?? 0 } : undefined;
 }
 
-/** Maple's `grammar` cannot be combined with another constraint on the output. */
-export function checkGrammarConflict(grammar: string | null | undefined, constrained: boolean): void {
-    if (constrained && grammar != null) {
-        throw new InvalidRequestError("grammar cannot be combined with format: both constrain the output.", "grammar");
-    }
+/** A field or value Maple does not take on these routes, named in the 400. */
+export function refuse(param: string, message: string): never {
+    throw new InvalidRequestError(message, param);
 }

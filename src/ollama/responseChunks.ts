@@ -1,5 +1,5 @@
 import type { FinishPart, GenerationPart, TokenLogprobs } from "../conversation/index.js";
-import { newId } from "../openai/ids.js";
+import { newId } from "../wire/ids.js";
 import type { OllamaDurations } from "./timings.js";
 
 /** A tool call as Ollama writes it (api.ToolCall): arguments as an object, an id, and its index among the turn's calls. */

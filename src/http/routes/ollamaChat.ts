@@ -5,7 +5,6 @@ import { parseOllamaChatRequest } from "../../ollama/chatRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
 import { RequestTimings } from "../../ollama/timings.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -16,11 +15,11 @@ export function ollamaChatRoute(app: FastifyInstance, context: RouteContext): vo
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const chat = parseOllamaChatRequest(request.body, context.samplingDefaults);
+        const chat = parseOllamaChatRequest(request.body, request.headers, context.samplingDefaults);
         context.checkModel(chat.model);
         const identity = { model: chat.model, api: "chat" as const };
         if (chat.loadOnly) return loadedChunk(identity);
-        const generation = await startChatGeneration(model, { ...chat, cacheKey: conversationCacheKey(request.body, request.headers) },
+        const generation = await startChatGeneration(model, chat,
             timings.observe(context.generationOptions(request, cancellation.signal)));
         timings.started();
         return answerGeneration(request, reply, cancellation, generation, new OllamaChunkWriter(identity, timings), chat.stream);

@@ -5,7 +5,6 @@ import { parseOllamaGenerateRequest } from "../../ollama/generateRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
 import { RequestTimings } from "../../ollama/timings.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -16,15 +15,14 @@ export function ollamaGenerateRoute(app: FastifyInstance, context: RouteContext)
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const generate = parseOllamaGenerateRequest(request.body, context.samplingDefaults);
+        const generate = parseOllamaGenerateRequest(request.body, request.headers, context.samplingDefaults);
         context.checkModel(generate.model);
         const identity = { model: generate.model, api: "generate" as const };
         if (generate.loadOnly) return loadedChunk(identity);
         const options = timings.observe({ ...context.generationOptions(request, cancellation.signal), promptParam: "prompt" });
-        const cacheKey = conversationCacheKey(request.body, request.headers);
         const generation = generate.raw
-            ? await startCompletionGeneration(model, { ...generate, cacheKey }, options)
-            : await startChatGeneration(model, { ...generate, cacheKey }, options);
+            ? await startCompletionGeneration(model, generate, options)
+            : await startChatGeneration(model, generate, options);
         timings.started();
         return answerGeneration(request, reply, cancellation, generation, new OllamaChunkWriter(identity, timings), generate.stream);
     });

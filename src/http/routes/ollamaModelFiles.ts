@@ -9,7 +9,7 @@ import { ModelSpecError, resolveModel, syntheticPrefix } from "../../models/reso
 import { ollamaErrorBody, ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { NdjsonStream } from "../../ollama/ndjsonStream.js";
 import { PullProgress } from "../../ollama/pullProgress.js";
-import { parseWire } from "../../openai/validation.js";
+import { parseWire } from "../../wire/index.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { InvalidRequestError } from "../../errors.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { listedModel, ollamaApiVersion, runningModel, showModel, type ServedModel } from "../../ollama/modelDescription.js";
-import { parseWire } from "../../openai/validation.js";
+import { parseWire } from "../../wire/index.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** `/api/show`'s body: `model`, or the deprecated `name` the older clients send. */
