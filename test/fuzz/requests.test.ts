@@ -21,6 +21,8 @@ import { startTestServer, type TestServer, type WireError } from "../helpers/tes
 import {
     chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, promptPastContext, textDamage, toJsonText, vocabularySize
 } from "./wireArbitraries.js";
+import { exact } from "../helpers/grammar.js";
+import { parseSse } from "../helpers/sse.js";
 
 /** Statuses a client may get for its own input (401 only with a key, which this server has none of). */
 const clientStatuses = new Set([200, 400, 401, 404, 413, 415]);
@@ -90,7 +92,6 @@ function isJsonType(type: string | null): boolean {
 
 const completionBase = { prompt: "Hi", max_tokens: 2 };
 const chatBase = { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 };
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 const webChatPaths = new Set(webUiPaths({ webUi: true }));
 
 describe("hostile requests against a live server (fuzz)", () => {
@@ -125,7 +126,7 @@ describe("hostile requests against a live server (fuzz)", () => {
         assert.ok(clientStatuses.has(answer.status), `a status for client input: ${context}`);
         if (answer.status === 200) {
             if (answer.contentType.startsWith("text/event-stream")) {
-                const events = answer.text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice(6));
+                const events = parseSse(answer.text).map((event) => event.data);
                 assert.equal(events.at(-1), "[DONE]", `a stream ends with [DONE]: ${context}`);
                 for (const event of events.slice(0, -1)) {
                     assert.ok(!("error" in (JSON.parse(event) as object)), `no in-band error in a stream: ${context}`);
