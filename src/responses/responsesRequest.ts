@@ -143,8 +143,13 @@ function toTools(tools: WireTool[]): ResponsesTool[] {
         const at = `tools[${index}]`;
         if (tool.type === "namespace") {
             const name = typeof tool["name"] === "string" ? tool["name"] : undefined;
-            const inner = Array.isArray(tool["tools"]) ? tool["tools"] as WireTool[] : [];
-            inner.forEach((innerTool, innerIndex) => result.push(toTool(innerTool, `${at}.tools[${innerIndex}]`, name)));
+            const inner: unknown[] = Array.isArray(tool["tools"]) ? tool["tools"] : [];
+            inner.forEach((innerTool, innerIndex) => {
+                const innerAt = `${at}.tools[${innerIndex}]`;
+                // Only the outer list is checked by the wire schema: a null here would be read as a tool.
+                if (typeof innerTool !== "object" || innerTool === null) throw new InvalidRequestError("A namespace's tools must be tool objects.", innerAt);
+                result.push(toTool(innerTool as WireTool, innerAt, name));
+            });
             return;
         }
         result.push(toTool(tool, at, undefined));

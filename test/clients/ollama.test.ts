@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Ollama, type ChatRequest, type GenerateRequest, type Message, type Tool } from "ollama";
-import { exactly } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
 import { standInModelBytes, startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { startTestServer, testModelsDir, type TestServer } from "../helpers/testServer.js";

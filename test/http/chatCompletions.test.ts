@@ -3,10 +3,9 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
-
-/** GBNF for exactly this raw output: the random-weight model writes it through the real engine. */
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
+import { readSse } from "../helpers/sse.js";
 
 interface ChatMessageWire {
     role: string;

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth } from "../helpers/waitFor.js";
+import { readSse } from "../helpers/sse.js";
 
 /**
  * A real engine fault, no mock: the grammar allows only the token "a" (id 64) and logit_bias bans

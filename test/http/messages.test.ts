@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
-import { exactly, readNamedEvents, type NamedEvent } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
+import { readNamedEvents, type NamedEvent } from "../helpers/sse.js";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth } from "../helpers/waitFor.js";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { GenerationRequest } from "../../src/engine/types.js";
 import { Ollama } from "ollama";
-import { exactly } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
 import { longGrammar, startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { readHealth, waitForHealth } from "../helpers/waitFor.js";
