@@ -206,9 +206,10 @@ export class RedisResponseStore implements ResponseStore {
         return reply;
     }
 
+    /** Called once the server stopped serving: nothing waits on Redis any more, so it drops the connections at once (a hung Redis cannot hold up a shutdown). */
     async close(): Promise<void> {
         this.closed = true;
-        await Promise.all([this.client, this.subscriber].map((client) => (client.isOpen ? client.close() : client.destroy())));
+        for (const client of [this.client, this.subscriber]) if (client.isOpen) client.destroy();
     }
 
     private async connect(): Promise<void> {
@@ -253,13 +254,24 @@ export class RedisResponseStore implements ResponseStore {
         });
     }
 
-    /** Runs a command; any failure to get Redis's answer (offline, timeout, reset) is the store being unavailable. */
+    /**
+     * Runs a command; any failure to get Redis's answer in time (offline, reset, no answer within
+     * `timeoutMs`) is the store being unavailable. The deadline is kept here: node-redis's own
+     * command timeout only covers commands not yet written, and a hung Redis (stopped, partitioned)
+     * keeps the connection open while it answers nothing.
+     */
     private async call<T>(command: () => Promise<T>): Promise<T> {
         if (!this.client.isReady) throw new StoreUnavailableError();
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<never>((_resolve, reject) => {
+            timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+        });
         try {
-            return await command();
+            return await Promise.race([command(), deadline]);
         } catch (error) {
             throw new StoreUnavailableError(undefined, error);
+        } finally {
+            clearTimeout(timer);
         }
     }
 }

@@ -18,6 +18,9 @@ export interface RedisServer {
     /** SIGTERM (a durable server writes its AOF) and wait for the exit; `start()` brings it back on the same port and directory. */
     stop(): Promise<void>;
     start(): Promise<void>;
+    /** SIGSTOP / SIGCONT: a Redis that keeps its connections but answers nothing (a hung or partitioned server). */
+    pause(): void;
+    resume(): void;
     /** Stops it for good and removes its directory. */
     destroy(): Promise<void>;
 }
@@ -51,6 +54,8 @@ export async function startRedisServer(options: { durable?: boolean } = {}): Pro
     await start();
     return {
         url: `redis://127.0.0.1:${port}`, port, stop, start,
+        pause: () => child?.kill("SIGSTOP"),
+        resume: () => child?.kill("SIGCONT"),
         destroy: async () => {
             await stop();
             await rm(dir, { recursive: true, force: true });

@@ -74,4 +74,29 @@ describe("RedisResponseStore, on a real redis-server", () => {
         assert.deepEqual(await store.get("kept"), stored("kept"), "a confirmed write survives Redis's restart");
         assert.equal(await store.get("lost"), undefined);
     });
+
+    it("fails a command Redis does not answer within its timeout (a hung server), then serves again", async () => {
+        const store = await open({ maxCount: 10, maxBytes: 1 << 20, ttlMs: 600_000 });
+        redis.pause();
+        try {
+            await assert.rejects(store.put(stored("unanswered")), StoreUnavailableError);
+        } finally {
+            redis.resume();
+        }
+        await waitFor(async () => (await store.get("anything").then(() => true, () => undefined)), "the store to answer again");
+        await store.put(stored("answered"));
+        assert.deepEqual(await store.get("answered"), stored("answered"));
+    });
+
+    it("starts before Redis does: connecting, refusing, then ready by itself", async () => {
+        await redis.stop();
+        const store = new RedisResponseStore({ url: redis.url, limits: { maxCount: 10, maxBytes: 1 << 20, ttlMs: 60_000 }, logger: pino({ level: "silent" }), timeoutMs: 1000 });
+        stores.push(store);
+        assert.equal(store.state, "connecting");
+        await assert.rejects(store.get("x"), StoreUnavailableError);
+        await redis.start();
+        await waitFor(() => (store.state === "ready" ? true : undefined), "the store to connect", 30_000);
+        await store.put(stored("late"));
+        assert.deepEqual(await store.get("late"), stored("late"));
+    });
 });
