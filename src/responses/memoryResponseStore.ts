@@ -13,7 +13,6 @@ interface Entry {
  * restart and seen by this replica only, as documented.
  */
 export class MemoryResponseStore implements ResponseStore {
-    readonly kind = "memory";
     readonly state = "memory";
     /** Insertion order is age order: the first key is the oldest. */
     private readonly entries = new Map<string, Entry>();

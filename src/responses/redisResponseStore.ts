@@ -98,7 +98,6 @@ const cancelWaitMs = 2000;
  * pub/sub on `{prefix}cancel`.
  */
 export class RedisResponseStore implements ResponseStore {
-    readonly kind = "redis";
     private readonly client: RedisClientType;
     private readonly subscriber: RedisClientType;
     private readonly prefix: string;

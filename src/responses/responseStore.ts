@@ -33,7 +33,6 @@ export type ResponseStoreState = "memory" | "ready" | "connecting" | "unreachabl
  * nothing is reported stored that was not.
  */
 export interface ResponseStore {
-    readonly kind: "memory" | "redis";
     readonly state: ResponseStoreState;
     /** Throws StoreUnavailableError when the store is known to be down, before any work is done for a request that needs it. */
     requireAvailable(): void;
