@@ -4,6 +4,9 @@ import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
 import { servedModelName } from "../ollama/modelName.js";
+import { MemoryResponseStore } from "../responses/memoryResponseStore.js";
+import { responseStoreLimits } from "../responses/openResponseStore.js";
+import type { ResponseStore } from "../responses/responseStore.js";
 import type { ModelHost } from "../serving/modelHost.js";
 import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
@@ -31,6 +34,8 @@ export interface AppOptions {
     version: string;
     /** Aborted when the shutdown grace period ends: generations still running end with an error. */
     shutdownSignal: AbortSignal;
+    /** The response store (startServer opens MAPLE_RESPONSES_STORE's); a memory store with the config's bounds when omitted. */
+    responseStore?: ResponseStore;
 }
 
 /** The readiness and liveness probes: open without the API key, and answering until the process exits. */
@@ -51,7 +56,7 @@ const exposedResponseHeaders = [
 ];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
-export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
+export function buildApp({ config, host, logger, version, shutdownSignal, responseStore }: AppOptions): FastifyInstance {
     const app = Fastify({
         loggerInstance: logger,
         bodyLimit: config.maxBodyBytes,
@@ -142,6 +147,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         version,
         createdAt: Math.floor(Date.now() / 1000),
         shutdownSignal,
+        responseStore: responseStore ?? new MemoryResponseStore(responseStoreLimits(config)),
         samplingDefaults: {
             temperature: config.temperature,
             maxNewTokens: config.maxNewTokens,

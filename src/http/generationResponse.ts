@@ -17,7 +17,7 @@ function abortError(cancellation: RequestCancellation): Error {
  * (RequestAbortedError, answered by nobody) or the server's shutdown (ShuttingDownError).
  */
 export async function collectGeneration(generation: Generation, cancellation: RequestCancellation,
-    onPart: (choice: number, part: GenerationPart) => void): Promise<Usage> {
+    onPart: (choice: number, part: GenerationPart) => void | Promise<void>): Promise<Usage> {
     try {
         return await generation.run(onPart);
     } catch (error) {
@@ -32,8 +32,8 @@ export async function collectGeneration(generation: Generation, cancellation: Re
 export interface StreamWriter<Event extends SseEvent = SseEvent> {
     /** Before the first part (OpenAI: each choice's role chunk; Anthropic: `message_start`). */
     start(): Event[];
-    /** One part of choice `choice`, in order. */
-    part(choice: number, part: GenerationPart): Event[];
+    /** One part of choice `choice`, in order (a writer that must first store something returns a promise). */
+    part(choice: number, part: GenerationPart): Event[] | Promise<Event[]>;
     /** Every choice finished; `usage` is the request's (OpenAI: the usage chunk). */
     end(usage: Usage): Event[];
     /** Sent as it is (not JSON) on a last `data:` line, after `end` or an error (OpenAI's `[DONE]`). */
@@ -59,7 +59,12 @@ export interface StreamFold<Event extends SseEvent, Whole> {
 export async function foldGeneration<Event extends SseEvent, Whole>(generation: Generation, cancellation: RequestCancellation,
     writer: StreamWriter<Event>, fold: StreamFold<Event, Whole>): Promise<Whole> {
     fold.add(writer.start());
-    const usage = await collectGeneration(generation, cancellation, (choice, part) => fold.add(writer.part(choice, part)));
+    const usage = await collectGeneration(generation, cancellation, (choice, part) => {
+        const events = writer.part(choice, part);
+        // Only a writer that stores something returns a promise: the per-token path stays synchronous.
+        if (Array.isArray(events)) fold.add(events);
+        else return events.then((stored) => fold.add(stored));
+    });
     fold.add(writer.end(usage));
     return fold.build();
 }
@@ -81,9 +86,9 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
         await sendAll(writer.start());
         const alive = writer.keepAlive;
         if (alive !== undefined) keepAlive = setInterval(() => void sendAll(alive.events()), alive.intervalMs);
-        const usage = await generation.run((choice, part) => {
+        const usage = await generation.run(async (choice, part) => {
             stopKeepAlive();
-            return sendAll(writer.part(choice, part));
+            await sendAll(await writer.part(choice, part));
         });
         await sendAll(writer.end(usage));
         await sse.finish(writer.lastData);
@@ -97,7 +102,7 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
         // cancel asked for on another request (POST /v1/responses/{id}/cancel). Neither is a fault.
         if (failure instanceof RequestAbortedError) request.log.info("generation cancelled mid-stream");
         else if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
-        await sendAll(errorFormat.streamEvents(toMapleError(failure)));
+        await sendAll(await errorFormat.streamEvents(toMapleError(failure)));
         await sse.finish(writer.lastData);
     } finally {
         stopKeepAlive();

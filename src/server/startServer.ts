@@ -11,6 +11,7 @@ import type { Engine } from "../engine/types.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chat/template.js";
+import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
 import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
@@ -54,7 +55,10 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const logger = options.logger ?? createLogger(config.logLevel);
     const host = new ModelHost();
     const shutdown = new AbortController();
-    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal });
+    // Redis connects in the background: requests that need no store are served meanwhile.
+    const responseStore = openResponseStore(config, logger);
+    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal, responseStore });
+    app.addHook("onClose", () => responseStore.close());
     await app.listen({ host: config.host, port: config.port });
     const urlOf = (server: Server, fallbackPort: number): string => {
         const address = server.address();
