@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { GenerationPart } from "../src/conversation/index.js";
+import type { GenerationPart } from "../src/core/index.js";
 import { ChatChunkWriter } from "../src/openai/chatResponse.js";
 import { OllamaChunkWriter } from "../src/ollama/responseChunks.js";
 import { median, percentile } from "./shared.js";

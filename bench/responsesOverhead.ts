@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { parseArgs } from "node:util";
-import type { GenerationPart } from "../src/conversation/index.js";
+import type { GenerationPart } from "../src/core/index.js";
 import { defaultConfig } from "../src/config/settings.js";
 import { ChatChunkWriter } from "../src/openai/chatResponse.js";
 import { ResponseEventWriter } from "../src/responses/responseEvents.js";

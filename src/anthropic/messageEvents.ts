@@ -3,9 +3,9 @@ import type {
     RawMessageDeltaEvent, RawMessageStartEvent, RawMessageStopEvent, SignatureDelta, StopReason as SdkStopReason, TextBlock, TextDelta, ThinkingBlock,
     ThinkingDelta, ToolUseBlock, Usage
 } from "@anthropic-ai/sdk/resources/messages";
-import { BlockTracker, type BlockStep } from "../conversation/blockTracker.js";
-import type { FinishPart, GenerationPart } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import { BlockTracker, type BlockStep } from "../wire/blockTracker.js";
+import type { FinishPart, GenerationPart } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 import { newId } from "../wire/ids.js";
 import { thinkingSignature } from "./thinkingSignature.js";
 

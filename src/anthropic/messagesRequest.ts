@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
 import {
     conversationKey, joinTextParts, maxStopStrings, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,

@@ -227,7 +227,7 @@ class LlamaEngine implements Engine {
         return this.store.tokenCount(slot);
     }
 
-    async startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream> {
+    async generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
         const cachedPromptTokens = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix);

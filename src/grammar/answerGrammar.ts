@@ -1,4 +1,4 @@
-import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chat/markers.js";
+import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chatFormat/markers.js";
 import { definedRuleNames, scanGbnf } from "./gbnfScanner.js";
 import { jsonValueRule } from "./jsonGrammarRules.js";
 import type { GrammarJsonSchema } from "./jsonSchemaSubset.js";

@@ -7,7 +7,7 @@ import { servedModelName } from "../ollama/modelName.js";
 import { MemoryResponseStore } from "../responses/memoryResponseStore.js";
 import { responseStoreLimits } from "../responses/openResponseStore.js";
 import type { ResponseStore } from "../responses/responseStore.js";
-import type { ModelHost } from "../serving/modelHost.js";
+import type { ModelHost } from "../core/modelHost.js";
 import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Generation, GenerationPart, Usage } from "../conversation/index.js";
+import type { Generation, GenerationPart, Usage } from "../core/index.js";
 import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
 import { errorFormatOf, type ErrorFormat } from "./errorFormat.js";
 import { toMapleError } from "./errorHandler.js";

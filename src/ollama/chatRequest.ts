@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../chat/types.js";
-import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { InvalidRequestError } from "../errors.js";
 import { conversationKey, paramPath, parseWire, refuseDuplicateToolNames, refuseGrammarWithAnswer, selectTools, toolCallArguments, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";

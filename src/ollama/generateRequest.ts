@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { answerConstraint, type ChatGenerationRequest, type CompletionGenerationRequest } from "../conversation/index.js";
+import { answerConstraint, type ChatGenerationRequest, type CompletionGenerationRequest } from "../core/index.js";
 import { conversationKey, parseWire, refuseGrammarWithAnswer, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";
 import { generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";

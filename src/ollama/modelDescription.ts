@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ChatTemplateSource } from "../chat/chatPrompt.js";
+import type { ChatTemplateSource } from "../chatFormat/chatPrompt.js";
 import type { ModelInfo, RuntimeInfo } from "../engine/types.js";
 import { listedModelName } from "./modelName.js";
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Generation, GenerationPart } from "../conversation/index.js";
+import type { Generation, GenerationPart } from "../core/index.js";
 import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
 import { toMapleError } from "../http/errorHandler.js";
 import { collectGeneration } from "../http/generationResponse.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { GenerationSettings } from "../conversation/index.js";
+import type { GenerationSettings } from "../core/index.js";
 import { maxStopStrings, resolveMaxTokens, samplingWire, toSamplingOptions, type SamplingDefaults } from "../wire/index.js";
 
 const integer = z.number({ invalid_type_error: "must be an integer" }).int("must be an integer");

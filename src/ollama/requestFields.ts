@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { GenerationSettings } from "../conversation/index.js";
+import type { GenerationSettings } from "../core/index.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
 import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 import { samplingWire } from "../wire/index.js";

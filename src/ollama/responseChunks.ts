@@ -1,4 +1,4 @@
-import type { FinishPart, GenerationPart, TokenLogprobs } from "../conversation/index.js";
+import type { FinishPart, GenerationPart, TokenLogprobs } from "../core/index.js";
 import { newId } from "../wire/ids.js";
 import type { OllamaDurations } from "./timings.js";
 

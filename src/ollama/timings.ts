@@ -1,4 +1,4 @@
-import type { GenerationOptions } from "../conversation/index.js";
+import type { GenerationOptions } from "../core/index.js";
 
 /** The durations of Ollama's final object (api.Metrics), in nanoseconds as Ollama reports them. */
 export interface OllamaDurations {

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint } from "../conversation/answerConstraint.js";
-import type { ChatGenerationRequest } from "../conversation/request.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint } from "../core/answerConstraint.js";
+import type { ChatGenerationRequest } from "../core/request.js";
 import {
     conversationKey, joinTextParts, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens, selectTools,
     toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules

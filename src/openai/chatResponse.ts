@@ -1,8 +1,8 @@
 import type {
     ChatCompletion, ChatCompletionChunk, ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 } from "openai/resources/chat/completions";
-import type { FinishPart, GenerationPart, Usage } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import type { FinishPart, GenerationPart, Usage } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 import { newId } from "../wire/ids.js";
 import { chatLogprobs, toChatLogprob, type WireChatLogprob } from "./logprobs.js";
 import { toWireUsage, type WireUsage } from "./usage.js";

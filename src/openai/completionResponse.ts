@@ -1,6 +1,6 @@
 import type { Completion, CompletionChoice } from "openai/resources/completions";
-import type { FinishPart, GenerationPart, Usage } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import type { FinishPart, GenerationPart, Usage } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 import { CompletionLogprobs, type WireCompletionLogprobs } from "./logprobs.js";
 import { toWireUsage, type WireUsage } from "./usage.js";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { CompletionGenerationRequest } from "../conversation/request.js";
+import type { CompletionGenerationRequest } from "../core/request.js";
 import { conversationKey, parseWire, resolveMaxTokens, toSamplingOptions, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { openAiFields, rejectUnsupported, toStopList, type OpenAiRequestFields } from "./openAiFields.js";
 

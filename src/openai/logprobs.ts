@@ -1,6 +1,6 @@
 import type { ChatCompletionTokenLogprob } from "openai/resources/chat/completions";
 import type { CompletionChoice } from "openai/resources/completions";
-import type { TokenLogprobs } from "../conversation/index.js";
+import type { TokenLogprobs } from "../core/index.js";
 
 /** One entry of chat's `logprobs.content` (OpenAI's shape). */
 export type WireChatLogprob = ChatCompletionTokenLogprob;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { GenerationSettings } from "../conversation/request.js";
+import type { GenerationSettings } from "../core/request.js";
 import { maxStopStrings, samplingWire } from "../wire/sampling.js";
 
 /** The fields OpenAI's generation requests share (chat, completions, Responses): the kit's sampling fields and OpenAI's length, stop and stream fields. */

@@ -1,6 +1,6 @@
 import type { CompletionUsage } from "openai/resources/completions";
-import type { Usage } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import type { Usage } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 
 /** OpenAI's usage, plus `reasoning_tokens`: the hosted peer's top-level copy of completion_tokens_details.reasoning_tokens. */
 export type WireUsage = Sent<CompletionUsage, never, {

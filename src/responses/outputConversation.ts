@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolCall } from "../chat/types.js";
+import type { ChatMessage, ToolCall } from "../chatFormat/types.js";
 import type { SentOutputItem } from "./responseObject.js";
 
 /**

@@ -7,9 +7,9 @@ import type {
     ResponseReasoningTextDoneEvent, ResponseTextDeltaEvent, ResponseTextDoneEvent,
     ResponseOutputText
 } from "openai/resources/responses/responses";
-import { BlockTracker, type BlockStep } from "../conversation/blockTracker.js";
-import type { FinishPart, GenerationPart } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import { BlockTracker, type BlockStep } from "../wire/blockTracker.js";
+import type { FinishPart, GenerationPart } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 import type { MapleError } from "../errors.js";
 import { openAiErrorBody } from "../openai/errorBody.js";
 import { encodeReasoning } from "./reasoningCarrier.js";

@@ -1,8 +1,8 @@
 import type {
     Response, ResponseCustomToolCall, ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText, ResponseReasoningItem, ResponseUsage
 } from "openai/resources/responses/responses";
-import type { Usage } from "../conversation/index.js";
-import type { Sent } from "../conversation/sdkShape.js";
+import type { Usage } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed" | "cancelled";
 

@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../chat/types.js";
+import type { ChatMessage } from "../chatFormat/types.js";
 
 /** One stored response: what GET returns, what `previous_response_id` continues, and its input items. */
 export interface StoredResponse {

@@ -1,5 +1,5 @@
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { InvalidRequestError, NotFoundError } from "../errors.js";
 import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 import { toStopList, type OpenAiRequestFields } from "../openai/openAiFields.js";

@@ -10,11 +10,11 @@ import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine
 import type { Engine } from "../engine/types.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
-import { chatMlFallbackTemplate } from "../chat/template.js";
+import { chatMlFallbackTemplate } from "../chatFormat/template.js";
 import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
+import { ModelHost, type ReadyModel } from "../core/modelHost.js";
 import { systemFingerprint } from "./systemFingerprint.js";
 
 export type LoadStage = "download" | "verify" | "write" | "load";

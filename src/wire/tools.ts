@@ -1,4 +1,4 @@
-import type { ToolChoice, ToolDefinition } from "../chat/types.js";
+import type { ToolChoice, ToolDefinition } from "../chatFormat/types.js";
 import { InvalidRequestError } from "../errors.js";
 
 /** How a wire format names its tool choice in errors. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatChoice } from "../../src/conversation/chatChoice.js";
-import type { GenerationSummary } from "../../src/generation/generateText.js";
+import { ChatChoice } from "../../src/core/chatChoice.js";
+import type { GenerationSummary } from "../../src/core/generateText.js";
 import { MessageBuilder, MessageEventWriter, stopReason, type MessagesEvent } from "../../src/anthropic/messageEvents.js";
 import { thinkingFromSignature, thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
 

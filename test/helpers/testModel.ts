@@ -1,7 +1,7 @@
 import { loadLlamaEngine } from "../../src/engine/llamaEngine.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
 import { readyModel } from "../../src/server/startServer.js";
-import type { ReadyModel } from "../../src/serving/modelHost.js";
+import type { ReadyModel } from "../../src/core/modelHost.js";
 import { testModelsDir } from "./testServer.js";
 
 export interface TestModel extends AsyncDisposable, ReadyModel {

@@ -43,10 +43,10 @@ describe("Ollama's wire (NDJSON, errors, probes)", () => {
         server = await startTestServer({ parallel: 1, maxPromptTokens: 200 });
         const state = server.host.state;
         if (state.status !== "ready") throw new Error("not ready");
-        const startGeneration = state.engine.startGeneration.bind(state.engine);
-        state.engine.startGeneration = (slot, request) => {
+        const generateOnSlot = state.engine.generateOnSlot.bind(state.engine);
+        state.engine.generateOnSlot = (slot, request) => {
             started.push(request);
-            return startGeneration(slot, request);
+            return generateOnSlot(slot, request);
         };
     });
     after(async () => server.close());

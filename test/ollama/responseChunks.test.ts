@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { GenerationPart } from "../../src/conversation/index.js";
+import type { GenerationPart } from "../../src/core/index.js";
 import { OllamaChunkFolder, OllamaChunkWriter, type ChunkIdentity } from "../../src/ollama/responseChunks.js";
 
 const clock = { durations: () => ({ total_duration: 40, load_duration: 10, prompt_eval_duration: 10, eval_duration: 20 }) };

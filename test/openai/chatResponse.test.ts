@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src/conversation/index.js";
-import { ChatOutputParser } from "../../src/chat/outputParser.js";
+import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src/core/index.js";
+import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
 import { ChatCompletionBuilder, ChatCompletionStream, type ChatChunk, type ChatCompletionIdentity, type SentChatCompletion } from "../../src/openai/chatResponse.js";
 import { CompletionBuilder, CompletionStream } from "../../src/openai/completionResponse.js";
 

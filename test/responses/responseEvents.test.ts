@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser } from "../../src/chat/outputParser.js";
-import type { OutputPart } from "../../src/chat/types.js";
+import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
+import type { OutputPart } from "../../src/chatFormat/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
 import { finalResponse, ResponseBuilder, ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
 import { decodeReasoning } from "../../src/responses/reasoningCarrier.js";

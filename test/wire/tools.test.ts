@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ToolDefinition } from "../../src/chat/types.js";
+import type { ToolDefinition } from "../../src/chatFormat/types.js";
 import { refuseDuplicateToolNames, selectTools, toolCallArguments, type ToolChoiceParams } from "../../src/wire/tools.js";
 import { refusal } from "./refusal.js";
 

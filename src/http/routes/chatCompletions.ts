@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { startChatGeneration } from "../../conversation/index.js";
+import { startChatGeneration } from "../../core/index.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
 import { ChatCompletionBuilder, ChatCompletionStream, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
 import { newId, unixSeconds } from "../../wire/ids.js";

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { startCompletionGeneration } from "../../conversation/index.js";
+import { startCompletionGeneration } from "../../core/index.js";
 import { CompletionBuilder, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
 import { newId, unixSeconds } from "../../wire/ids.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { anthropicErrorFormat } from "../../anthropic/errorFormat.js";
 import { MessageBuilder, MessageEventWriter, newMessageId, pingEvent } from "../../anthropic/messageEvents.js";
 import { parseMessagesRequest } from "../../anthropic/messagesRequest.js";
-import { startChatGeneration, type GenerationPart } from "../../conversation/index.js";
+import { startChatGeneration, type GenerationPart } from "../../core/index.js";
 import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { startChatGeneration } from "../../conversation/index.js";
+import { startChatGeneration } from "../../core/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { parseOllamaChatRequest } from "../../ollama/chatRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";

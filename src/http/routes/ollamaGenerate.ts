@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { startChatGeneration, startCompletionGeneration } from "../../conversation/index.js";
+import { startChatGeneration, startCompletionGeneration } from "../../core/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { parseOllamaGenerateRequest } from "../../ollama/generateRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";

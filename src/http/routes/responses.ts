@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
-import type { ChatMessage } from "../../chat/types.js";
-import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../conversation/index.js";
+import type { ChatMessage } from "../../chatFormat/types.js";
+import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../core/index.js";
 import { InvalidRequestError, NotFoundError, RequestAbortedError } from "../../errors.js";
 import { unixSeconds } from "../../wire/ids.js";
 import { newResponseId } from "../../responses/conversationTag.js";

@@ -1,4 +1,4 @@
-import type { GeneratedPiece, GenerationSummary } from "../generation/generateText.js";
+import type { GeneratedPiece, GenerationSummary } from "./generateText.js";
 import type { GrammarSelector } from "../engine/types.js";
 import type { FinishPart, GenerationPart } from "./parts.js";
 

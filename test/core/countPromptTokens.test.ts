@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { countChatPromptTokens } from "../../src/conversation/index.js";
+import { countChatPromptTokens } from "../../src/core/index.js";
 import { ContextLengthExceededError } from "../../src/errors.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-/** The compiled server: this file runs from dist/test/conversation/. */
+/** The compiled server: this file runs from dist/test/wire/. */
 const compiledSource = fileURLToPath(new URL("../../src/", import.meta.url));
 
 function compiledFiles(dir: string): string[] {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser, type OutputParserOptions } from "../../src/chat/outputParser.js";
-import { parseToolCallBody } from "../../src/chat/toolCallBody.js";
-import type { OutputPart } from "../../src/chat/types.js";
+import { ChatOutputParser, type OutputParserOptions } from "../../src/chatFormat/outputParser.js";
+import { parseToolCallBody } from "../../src/chatFormat/toolCallBody.js";
+import type { OutputPart } from "../../src/chatFormat/types.js";
 
 const MARKERS = ["<think>", "</think>", "<tool_call>", "</tool_call>"];
 

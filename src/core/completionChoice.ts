@@ -1,4 +1,4 @@
-import type { GeneratedPiece, GenerationSummary } from "../generation/generateText.js";
+import type { GeneratedPiece, GenerationSummary } from "./generateText.js";
 import type { ChoiceReader } from "./choiceReader.js";
 import type { FinishPart, GenerationPart } from "./parts.js";
 import { tokenLogprobs, type TokenPieces } from "./tokenLogprobs.js";

@@ -1,8 +1,8 @@
-import type { ChatPrompt, ChatPromptRequest, ChatTemplateSource } from "../chat/chatPrompt.js";
-import { nextTurnSharedCharacters } from "../chat/nextTurn.js";
+import type { ChatPrompt, ChatPromptRequest, ChatTemplateSource } from "../chatFormat/chatPrompt.js";
+import { nextTurnSharedCharacters } from "../chatFormat/nextTurn.js";
 import type { Engine, EngineGrammar, SamplingOptions } from "../engine/types.js";
 import { isAbortError, ServerError } from "../errors.js";
-import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "../generation/generateText.js";
+import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "./generateText.js";
 import { answerGrammars, type AnswerConstraint, type AnswerGrammars } from "../grammar/answerGrammar.js";
 import { closeThoughtGbnf } from "../grammar/thinkingBudget.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
@@ -80,7 +80,7 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
         : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
-    return startGeneration(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix }, choices, options);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix }, choices, options);
 }
 
 /**
@@ -109,7 +109,7 @@ export async function startCompletionGeneration(model: ServingModel, request: Co
     const pieces = request.logprobs === undefined ? undefined : engine;
     const choices = Array.from({ length: request.n }, () => new CompletionChoice(pieces));
     const prompt = "text" in request.prompt ? request.prompt.text : request.prompt.tokens;
-    return startGeneration(model, { promptTokens, sampling, settings: request, prompt }, choices, options);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt }, choices, options);
 }
 
 /**
@@ -149,7 +149,7 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
     }
 }
 
-async function startGeneration(model: ServingModel,
+async function startChoices(model: ServingModel,
     start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;

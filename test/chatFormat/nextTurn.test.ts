@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { describe, it } from "node:test";
-import { buildChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../../src/chat/chatPrompt.js";
-import { nextTurnSharedCharacters } from "../../src/chat/nextTurn.js";
-import { chatMlFallbackTemplate } from "../../src/chat/template.js";
-import type { ChatMessage } from "../../src/chat/types.js";
+import { buildChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../../src/chatFormat/chatPrompt.js";
+import { nextTurnSharedCharacters } from "../../src/chatFormat/nextTurn.js";
+import { chatMlFallbackTemplate } from "../../src/chatFormat/template.js";
+import type { ChatMessage } from "../../src/chatFormat/types.js";
 import { mapleChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 
 const packagedQwen3Template = (

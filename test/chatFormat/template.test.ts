@@ -7,9 +7,9 @@ import {
     renderChatPrompt,
     TemplateRenderError,
     type RenderChatOptions
-} from "../../src/chat/template.js";
+} from "../../src/chatFormat/template.js";
 import { mapleChatTemplate, qwen3ChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
-import type { ChatMessage, ToolDefinition } from "../../src/chat/types.js";
+import type { ChatMessage, ToolDefinition } from "../../src/chatFormat/types.js";
 
 /** The real Qwen3 template, as the tokenizer package ships it. */
 const packagedQwen3Template = (

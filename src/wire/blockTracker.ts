@@ -1,4 +1,4 @@
-import type { GenerationPart } from "./parts.js";
+import type { GenerationPart } from "../core/parts.js";
 
 export type TextBlockKind = "reasoning" | "text";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startCompletionGeneration, type GenerationPart } from "../../src/conversation/index.js";
-import type { CompletionGenerationRequest } from "../../src/conversation/request.js";
+import { startCompletionGeneration, type GenerationPart } from "../../src/core/index.js";
+import type { CompletionGenerationRequest } from "../../src/core/request.js";
 import { RequestAbortedError } from "../../src/errors.js";
 import { exact } from "../helpers/grammar.js";
 import { greedy, loadTestModel, type TestModel } from "../helpers/testModel.js";

@@ -156,7 +156,7 @@ export async function startTextGenerations(engine: Engine, scheduler: Scheduler,
 async function* generateText(engine: Engine, lease: SlotLease, request: TextGenerationRequest,
     shared?: { first: boolean; cachedTokens: number }): AsyncGenerator<GeneratedPiece, GenerationSummary, void> {
     try {
-        const stream = await engine.startGeneration(lease.slot, {
+        const stream = await engine.generateOnSlot(lease.slot, {
             promptTokens: request.promptTokens,
             sampling: request.sampling,
             maxTokens: request.maxTokens,

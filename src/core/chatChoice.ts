@@ -1,8 +1,8 @@
-import type { ChatPrompt } from "../chat/chatPrompt.js";
-import { ChatOutputParser } from "../chat/outputParser.js";
-import type { OutputPart } from "../chat/types.js";
+import type { ChatPrompt } from "../chatFormat/chatPrompt.js";
+import { ChatOutputParser } from "../chatFormat/outputParser.js";
+import type { OutputPart } from "../chatFormat/types.js";
 import type { EngineGrammar, GrammarSelector } from "../engine/types.js";
-import type { GeneratedPiece, GenerationSummary } from "../generation/generateText.js";
+import type { GeneratedPiece, GenerationSummary } from "./generateText.js";
 import { answerGrammarSelector, type AnswerGrammars } from "../grammar/answerGrammar.js";
 import { thinkingBudgetSelector } from "../grammar/thinkingBudget.js";
 import type { ChoiceReader } from "./choiceReader.js";

@@ -1,4 +1,4 @@
-import type { ToolChoice, ToolDefinition } from "../chat/types.js";
+import type { ToolChoice, ToolDefinition } from "../chatFormat/types.js";
 import type { AnswerConstraint } from "../grammar/answerGrammar.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
 import { toolCallGrammarSchema, type GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";

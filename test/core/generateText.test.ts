@@ -4,7 +4,7 @@ import type { GeneratedToken } from "../../src/engine/types.js";
 import { RequestAbortedError } from "../../src/errors.js";
 import {
     startTextGeneration, startTextGenerations, type GenerationCounts, type GenerationSummary, type TextGeneration, type TextGenerationRequest
-} from "../../src/generation/generateText.js";
+} from "../../src/core/generateText.js";
 import { exact } from "../helpers/grammar.js";
 import { greedy, loadTestModel, type TestModel } from "../helpers/testModel.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BlockTracker, type BlockStep } from "../../src/conversation/blockTracker.js";
-import type { GenerationPart } from "../../src/conversation/index.js";
+import { BlockTracker, type BlockStep } from "../../src/wire/blockTracker.js";
+import type { GenerationPart } from "../../src/core/index.js";
 
 const finish: GenerationPart = { type: "finish", reason: "stop", matchedStop: null, toolCalls: 1, usage: { promptTokens: 1, cachedTokens: 0, completionTokens: 1, reasoningTokens: 0 } };
 const logprobs: GenerationPart = { type: "logprobs", token: { token: 1, text: "a", bytes: [97], logprob: 0, top: [] } };

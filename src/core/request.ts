@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolChoice, ToolDefinition } from "../chat/types.js";
+import type { ChatMessage, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
 import type { SamplingOptions } from "../engine/types.js";
 import type { AnswerConstraint } from "../grammar/answerGrammar.js";
 

@@ -1,5 +1,5 @@
-import { buildChatPrompt, type ChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../chat/chatPrompt.js";
-import { TemplateRenderError } from "../chat/template.js";
+import { buildChatPrompt, type ChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../chatFormat/chatPrompt.js";
+import { TemplateRenderError } from "../chatFormat/template.js";
 import { InvalidRequestError, ServerError } from "../errors.js";
 
 /**

@@ -1,5 +1,5 @@
 import { ModelLoadingError, ServerError } from "../errors.js";
-import type { ServingModel } from "../conversation/index.js";
+import type { ServingModel } from "./index.js";
 
 /** A loaded model as the generation core serves it (its chat template: --chat-template, else the GGUF's own, else ChatML), and where it came from. */
 export interface ReadyModel extends ServingModel {
