@@ -95,7 +95,7 @@ function decimal(min: number, max: number): Parser<number> {
     };
 }
 
-const booleanWords: Record<string, boolean> = { true: true, "1": true, yes: true, on: true, false: false, "0": false, no: false, off: false };
+const booleanWords: Record<string, boolean> = { true: true, 1: true, yes: true, on: true, false: false, 0: false, no: false, off: false };
 const boolean: Parser<boolean> = (raw) => {
     const value = booleanWords[raw.trim().toLowerCase()];
     if (value === undefined) throw new Error(`must be true or false, got "${raw}"`);

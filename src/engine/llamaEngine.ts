@@ -63,7 +63,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
     const startedAt = performance.now();
     if (!samplingErrorPatchApplied) {
         options.onLog?.("warn", "node-llama-cpp is not patched (was npm install run with --ignore-scripts?): run `node scripts/patch-node-llama-cpp.js`; "
-            + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
+        + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
     }
     const llama = await getLlama({
         gpu: options.gpu ?? "auto",

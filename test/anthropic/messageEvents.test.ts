@@ -182,7 +182,7 @@ describe("Messages event writer", () => {
         assert.ok(!events.some((event) => (fields(event)["delta"] as { type?: string } | undefined)?.type === "thinking_delta"));
         const builder = new MessageBuilder();
         builder.add(events);
-        const [thinking] = (builder.build()["content"] as { thinking: string; signature: string }[]);
+        const [thinking] = builder.build()["content"] as { thinking: string; signature: string }[];
         assert.equal(thinking!.thinking, "");
         assert.equal(thinkingFromSignature(thinking!.signature), "Need weather.");
     });

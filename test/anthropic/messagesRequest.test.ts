@@ -161,7 +161,7 @@ describe("Messages request", () => {
 
     it("reads every shared sampling field, as the OpenAI formats do", () => {
         const request = parse({ messages: [{ role: "user", content: "x" }], temperature: 0, top_p: 0.5, top_k: 5, min_p: 0.1, repetition_penalty: 1.2,
-            presence_penalty: 0.5, frequency_penalty: 0.25, seed: 3, ignore_eos: true, logit_bias: { "7": 1 } });
+            presence_penalty: 0.5, frequency_penalty: 0.25, seed: 3, ignore_eos: true, logit_bias: { 7: 1 } });
         assert.deepEqual({ ...request.sampling, logitBias: [...request.sampling.logitBias!] }, {
             temperature: 0, topP: 0.5, topK: 5, minP: 0.1, seed: 3, repetitionPenalty: 1.2, presencePenalty: 0.5, frequencyPenalty: 0.25,
             ignoreEos: true, logitBias: [[7, 1]]

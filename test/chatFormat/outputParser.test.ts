@@ -91,17 +91,17 @@ const fixtures: Fixture[] = [
         name: "tool call",
         options: mapleWithTools,
         text:
-            "I should call the weather tool.\n</think>\n\n" +
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>',
+            "I should call the weather tool.\n</think>\n\n"
+            + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>',
         expected: [reasoning("I should call the weather tool."), toolCall("get_weather", '{"city":"Lagos"}')]
     },
     {
         name: "two tool calls",
         options: mapleWithTools,
         text:
-            "Two cities.\n</think>\n\n" +
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>\n' +
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Accra", "unit": "C"}}\n</tool_call>\n',
+            "Two cities.\n</think>\n\n"
+            + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lagos"}}\n</tool_call>\n'
+            + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Accra", "unit": "C"}}\n</tool_call>\n',
         expected: [
             reasoning("Two cities."),
             toolCall("get_weather", '{"city":"Lagos"}'),
@@ -112,8 +112,8 @@ const fixtures: Fixture[] = [
         name: "tool call with whitespace and text around",
         options: mapleWithTools,
         text:
-            "Look it up.\n</think>\n\nLet me check that.\n\n" +
-            '<tool_call>\n{"name":"lookup","arguments":{"q":"maple syrup"}}\n</tool_call>\n\nDone checking. ',
+            "Look it up.\n</think>\n\nLet me check that.\n\n"
+            + '<tool_call>\n{"name":"lookup","arguments":{"q":"maple syrup"}}\n</tool_call>\n\nDone checking. ',
         expected: [
             reasoning("Look it up."),
             content("Let me check that."),
@@ -125,8 +125,8 @@ const fixtures: Fixture[] = [
         name: "tool call without arguments, and with arguments as a JSON string",
         options: stockQwen3WithTools,
         text:
-            '<tool_call>{"name": "now"}</tool_call>' +
-            '<tool_call>{"name": "add", "arguments": "{\\"a\\": 1, \\"b\\": 2}"}</tool_call>',
+            '<tool_call>{"name": "now"}</tool_call>'
+            + '<tool_call>{"name": "add", "arguments": "{\\"a\\": 1, \\"b\\": 2}"}</tool_call>',
         expected: [toolCall("now", "{}"), toolCall("add", '{"a": 1, "b": 2}')]
     },
     {
@@ -183,8 +183,8 @@ const fixtures: Fixture[] = [
         name: "unicode and emoji next to markers",
         options: mapleWithTools,
         text:
-            "思考中… 🤔🧠</think>\n\n答案是 🎉 391 ✅\n" +
-            '<tool_call>{"name": "say", "arguments": {"text": "héllo 👋"}}</tool_call>🙂',
+            "思考中… 🤔🧠</think>\n\n答案是 🎉 391 ✅\n"
+            + '<tool_call>{"name": "say", "arguments": {"text": "héllo 👋"}}</tool_call>🙂',
         expected: [
             reasoning("思考中… 🤔🧠"),
             content("答案是 🎉 391 ✅"),

@@ -262,9 +262,9 @@ describe("renderChatPrompt errors", () => {
         assert.throws(
             () => render(template, [{ role: "assistant", content: "hi" }]),
             (error: unknown) =>
-                error instanceof TemplateRenderError &&
-                error.message === "Conversation must start with a user message" &&
-                error.phase === "render"
+                error instanceof TemplateRenderError
+                && error.message === "Conversation must start with a user message"
+                && error.phase === "render"
         );
         assert.equal(render(template, [{ role: "user", content: "hi" }]), "ok");
     });

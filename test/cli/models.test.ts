@@ -16,7 +16,6 @@ const repoRoot = new URL("../../../", import.meta.url).pathname;
 const bin = join(repoRoot, "bin", "maple.cjs");
 const MiB = 1024 * 1024;
 
-
 interface Finished {
     code: number | null;
     stdout: string;

@@ -311,7 +311,7 @@ describe("a chat template that raises on a conversation", () => {
         const dir = await mkdtemp(join(tmpdir(), "maple-template-"));
         const file = join(dir, "template.jinja");
         await writeFile(file, "{% if messages[0].role == 'system' %}{{ raise_exception('System messages are not supported') }}{% endif %}"
-            + "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n");
+        + "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n");
         server = await startTestServer({ chatTemplateFile: file });
     });
     after(async () => server.close());

@@ -43,7 +43,7 @@ describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
 
     it("converts sampling fields: top_k -1 means none, the seed wraps to 32 bits, -100 bans a token, max tokens are capped", () => {
         const chat = parseChatRequest({
-            messages: [user], temperature: 0, top_k: -1, seed: 2 ** 32 + 7, logit_bias: { "5": -100, "6": 2.5 },
+            messages: [user], temperature: 0, top_k: -1, seed: 2 ** 32 + 7, logit_bias: { 5: -100, 6: 2.5 },
             max_completion_tokens: 5000, max_tokens: 3, stop: "END", n: 2, logprobs: true, top_logprobs: 3,
             stream: true, stream_options: { include_usage: true }, chat_template_kwargs: { enable_thinking: false }, include_reasoning: false
         }, {}, defaults);

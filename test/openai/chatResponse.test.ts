@@ -194,7 +194,7 @@ describe("OpenAI completions: parts → text_completion chunks and response", ()
         assert.equal(chunks.length, 2);
         assert.deepEqual(chunks[0], {
             id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test", usage: null,
-            choices: [{ index: 0, text: "éab", logprobs: { tokens: ["é", "ab"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ "é": -0.5 }, { ab: -0.5 }], text_offset: [0, 1] }, finish_reason: null }]
+            choices: [{ index: 0, text: "éab", logprobs: { tokens: ["é", "ab"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ é: -0.5 }, { ab: -0.5 }], text_offset: [0, 1] }, finish_reason: null }]
         });
         assert.deepEqual((chunks[1]!["choices"] as unknown[])[0], {
             index: 0, text: "", logprobs: { tokens: ["!"], token_logprobs: [-0.5], top_logprobs: [{ "!": -0.5 }], text_offset: [3] }, finish_reason: "stop", matched_stop: 151645
@@ -214,7 +214,7 @@ describe("OpenAI completions: parts → text_completion chunks and response", ()
             id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test",
             choices: [{
                 index: 0, text: "éab", finish_reason: "stop", matched_stop: 151645,
-                logprobs: { tokens: ["é", "ab", "!"], token_logprobs: [-0.5, -0.5, -0.5], top_logprobs: [{ "é": -0.5 }, { ab: -0.5 }, { "!": -0.5 }], text_offset: [0, 1, 3] }
+                logprobs: { tokens: ["é", "ab", "!"], token_logprobs: [-0.5, -0.5, -0.5], top_logprobs: [{ é: -0.5 }, { ab: -0.5 }, { "!": -0.5 }], text_offset: [0, 1, 3] }
             }],
             usage: { prompt_tokens: 10, completion_tokens: 7, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 } }
         });

@@ -48,7 +48,7 @@ describe("parseResponsesRequest", () => {
 
     it("reads the shared sampling fields and the length, stop and stream fields", () => {
         const request = parse({
-            input: "Hi", temperature: 0, top_p: 0.5, top_k: 5, min_p: 0.1, repetition_penalty: 1.2, seed: 3, logit_bias: { "7": -100 },
+            input: "Hi", temperature: 0, top_p: 0.5, top_k: 5, min_p: 0.1, repetition_penalty: 1.2, seed: 3, logit_bias: { 7: -100 },
             max_output_tokens: 5000, max_tokens: 3, stop: ["END"], stream: true
         });
         assert.equal(request.sampling.temperature, 0);

@@ -17,7 +17,7 @@ describe("samplingWire and toSamplingOptions", () => {
     it("converts every field: top_k -1 is none, the seed wraps to 32 bits, -100 bans a token", () => {
         const wire = samplingWire.parse({
             temperature: 0, top_p: 0.5, top_k: -1, min_p: 0.1, repetition_penalty: 1.1, presence_penalty: 0.5, frequency_penalty: -0.5,
-            seed: 2 ** 32 + 7, ignore_eos: true, logit_bias: { "5": -100, "6": 2.5 }
+            seed: 2 ** 32 + 7, ignore_eos: true, logit_bias: { 5: -100, 6: 2.5 }
         });
         const options = toSamplingOptions(wire, defaults);
         assert.deepEqual({ ...options, logitBias: [...options.logitBias!] }, {
@@ -27,7 +27,7 @@ describe("samplingWire and toSamplingOptions", () => {
     });
 
     it("refuses out-of-range values and a grammar no generation can get through", () => {
-        for (const body of [{ temperature: 3 }, { top_p: -0.1 }, { top_k: 2 ** 31 }, { logit_bias: { a: 1 } }, { logit_bias: { "1": 101 } }, { grammar: "root ::= [z-a]" }]) {
+        for (const body of [{ temperature: 3 }, { top_p: -0.1 }, { top_k: 2 ** 31 }, { logit_bias: { a: 1 } }, { logit_bias: { 1: 101 } }, { grammar: "root ::= [z-a]" }]) {
             assert.equal(samplingWire.safeParse(body).success, false, JSON.stringify(body));
         }
     });

@@ -6,6 +6,7 @@ export class CacheReport {
     private readonly counts = {
         saves: { ram: 0, disk: 0 }, restores: { ram: 0, disk: 0 }, evictions: { ram: 0, disk: 0 }, ignored: { ram: 0, disk: 0 }, restoredTokens: 0
     };
+
     private restoreSeconds: number[] = [];
 
     record(event: PromptCacheEvent): void {
