@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Generation, GenerationPart, Usage } from "../core/index.js";
-import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
+import { isAbortError, RequestAbortedError, ShuttingDownError, type MapleError } from "../errors.js";
 import { errorFormatOf, type ErrorFormat } from "./errorFormat.js";
 import { toMapleError } from "./errorHandler.js";
 import type { RequestCancellation } from "./requestSignal.js";
@@ -93,19 +93,29 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
         await sendAll(writer.end(usage));
         await sse.finish(writer.lastData);
     } catch (error) {
-        if (cancellation.clientGone.aborted) {
+        const failure = midStreamFailure(request, cancellation, error);
+        if (failure === undefined) {
             sse.end();
             return;
         }
-        const failure = isAbortError(error) ? abortError(cancellation) : error;
-        // With the client still there, an abort is the server's own doing: its shutdown, or a
-        // cancel asked for on another request (POST /v1/responses/{id}/cancel). Neither is a fault.
-        if (failure instanceof RequestAbortedError) request.log.info("generation cancelled mid-stream");
-        else if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
-        await sendAll(await errorFormat.streamEvents(toMapleError(failure)));
+        await sendAll(await errorFormat.streamEvents(failure));
         await sse.finish(writer.lastData);
     } finally {
         stopKeepAlive();
         generation.close();
     }
+}
+
+/**
+ * What a stream that failed after its first byte says in-band, logged once; undefined when the
+ * client went away (its signal already stopped the engine: a normal end, nobody to tell).
+ */
+export function midStreamFailure(request: FastifyRequest, cancellation: RequestCancellation, error: unknown): MapleError | undefined {
+    if (cancellation.clientGone.aborted) return undefined;
+    const failure = isAbortError(error) ? abortError(cancellation) : error;
+    // With the client still there, an abort is the server's own doing: its shutdown, or a
+    // cancel asked for on another request (POST /v1/responses/{id}/cancel). Neither is a fault.
+    if (failure instanceof RequestAbortedError) request.log.info("generation cancelled mid-stream");
+    else if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
+    return toMapleError(failure);
 }

@@ -1,20 +1,14 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Generation, GenerationPart } from "../core/index.js";
-import { isAbortError, RequestAbortedError, ShuttingDownError } from "../errors.js";
-import { toMapleError } from "../http/errorHandler.js";
-import { collectGeneration } from "../http/generationResponse.js";
+import { collectGeneration, midStreamFailure } from "../http/generationResponse.js";
 import type { RequestCancellation } from "../http/requestSignal.js";
-import type { SseResponse } from "../http/sse.js";
+import { StreamingResponse, type StreamingSink } from "../http/streamingResponse.js";
 import { ollamaErrorBody } from "./errorFormat.js";
 import { OllamaChunkFolder, type OllamaChunk, type OllamaChunkWriter } from "./responseChunks.js";
 
-/**
- * A newline-delimited JSON response (`application/x-ndjson`, Ollama's streaming format): one
- * object per line, each one write. A write into a full socket waits for it to drain or close, so
- * a slow reader slows generation instead of growing memory.
- */
+/** A newline-delimited JSON response (`application/x-ndjson`, Ollama's streaming format): one object per line, each one write. */
 export class NdjsonStream {
-    private finished = false;
+    private readonly out: StreamingResponse;
 
     /** Takes over the reply from Fastify and sends the stream's headers. */
     static start(reply: FastifyReply): NdjsonStream {
@@ -22,32 +16,16 @@ export class NdjsonStream {
         return new NdjsonStream(reply.raw);
     }
 
-    constructor(private readonly response: SseResponse) {
-        response.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-cache", "x-accel-buffering": "no" });
+    constructor(response: StreamingSink) {
+        this.out = new StreamingResponse(response, { "content-type": "application/x-ndjson" });
     }
 
-    async send(value: unknown): Promise<void> {
-        const response = this.response;
-        if (this.finished || response.destroyed || response.writableEnded) return;
-        if (!response.write(`${JSON.stringify(value)}\n`) && !response.destroyed) await this.drained();
+    send(value: unknown): Promise<void> {
+        return this.out.write(`${JSON.stringify(value)}\n`);
     }
 
     end(): void {
-        if (this.finished) return;
-        this.finished = true;
-        this.response.end();
-    }
-
-    private drained(): Promise<void> {
-        return new Promise((resolve) => {
-            const settle = (): void => {
-                this.response.off("drain", settle);
-                this.response.off("close", settle);
-                resolve();
-            };
-            this.response.on("drain", settle);
-            this.response.on("close", settle);
-        });
+        this.out.end();
     }
 }
 
@@ -65,12 +43,8 @@ export async function streamNdjsonGeneration(request: FastifyRequest, reply: Fas
             for (const value of write(part)) await stream.send(value);
         });
     } catch (error) {
-        if (!cancellation.clientGone.aborted) {
-            const failure = isAbortError(error) ? (cancellation.shutdown.aborted ? new ShuttingDownError() : new RequestAbortedError()) : error;
-            if (failure instanceof RequestAbortedError) request.log.info("generation cancelled mid-stream");
-            else if (!(failure instanceof ShuttingDownError)) request.log.error({ err: error }, "generation failed mid-stream");
-            await stream.send(ollamaErrorBody(toMapleError(failure)));
-        }
+        const failure = midStreamFailure(request, cancellation, error);
+        if (failure !== undefined) await stream.send(ollamaErrorBody(failure));
     } finally {
         stream.end();
         generation.close();
