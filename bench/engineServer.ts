@@ -26,7 +26,7 @@ import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/core/generateText.js";
 import { buildApp } from "../src/http/app.js";
 import { createLogger } from "../src/server/logger.js";
-import { ModelHost } from "../src/core/modelHost.js";
+import { ModelRegistry } from "../src/core/modelRegistry.js";
 import { readyModel, version } from "../src/server/startServer.js";
 import { systemFingerprint } from "../src/server/systemFingerprint.js";
 import { runPrompt } from "./shared.js";
@@ -39,9 +39,8 @@ const engine = await loadLlamaEngine({ modelPath, threads: Number(threadsText), 
 const config = defaultConfig({ model: modelPath });
 const ready = readyModel(engine, config, modelPath, await systemFingerprint(version, modelPath, engine));
 const { scheduler } = ready;
-const host = new ModelHost();
-host.setReady(ready);
-const mapleApp = buildApp({ config, host, logger: createLogger("warn", process.stderr), version, shutdownSignal: new AbortController().signal });
+const models = ModelRegistry.ofLoaded(config.modelId, ready);
+const mapleApp = buildApp({ config, host: models.default.chat, models, logger: createLogger("warn", process.stderr), version, shutdownSignal: new AbortController().signal });
 const mapleUrl = await mapleApp.listen({ host: "127.0.0.1", port: 0 });
 
 interface CompletionBody {

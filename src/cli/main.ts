@@ -46,12 +46,14 @@ const modelCommands = new Map<string, (args: string[], io: CommandIo) => Promise
 ]);
 
 async function serve(args: string[]): Promise<number> {
-    let flags: Record<string, string | boolean | undefined>;
+    let flags: Record<string, string | string[] | boolean | undefined>;
     try {
         flags = parseArgs({
             args,
             options: {
                 ...Object.fromEntries(settings.map((setting) => [setting.flag, { type: "string" as const }])),
+                // --model may be given several times: the models to serve, the first the default.
+                model: { type: "string", multiple: true },
                 help: { type: "boolean", short: "h" }
             },
             strict: true,
@@ -67,7 +69,8 @@ async function serve(args: string[]): Promise<number> {
     }
     let config;
     try {
-        config = resolveConfig(flags as Record<string, string>);
+        const { model, ...single } = flags;
+        config = resolveConfig({ ...single as Record<string, string>, ...(Array.isArray(model) ? { model: model.join(",") } : {}) });
     } catch (error) {
         if (error instanceof ConfigError) {
             console.error(`maple serve: ${error.message}`);

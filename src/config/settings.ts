@@ -6,7 +6,19 @@ import { join } from "node:path";
  * parsed and validated, and the `--help` line that documents it. A flag wins over its variable.
  */
 export interface MapleConfig {
+    /** The default model's spec; a comma list (repeated --model flags) serves several, the first the default. */
     model: string | undefined;
+    /** More models to serve after --model (MAPLE_MODELS, a comma list of [NAME=]SPEC). */
+    models: string | undefined;
+    /** Models of the models directory load when a request names them. */
+    loadOnDemand: boolean;
+    maxLoadedModels: number;
+    /** Bound on the loaded models' weights + KV, MiB; undefined: none. */
+    maxModelMemoryMiB: number | undefined;
+    /** An idle model unloads after this; negative: never. */
+    keepAliveSeconds: number;
+    /** The default model is never unloaded (by the keep-alive or to make room). */
+    pinDefaultModel: boolean;
     host: string;
     port: number;
     /** A second port serving the same routes (Ollama clients' default is 11434); undefined: none. */
@@ -160,7 +172,20 @@ function define<K extends keyof MapleConfig>(definition: SettingDefinition<K>): 
 export const settings = [
     define({ key: "model", flag: "model", env: "MAPLE_MODEL", valueName: "SPEC", defaultValue: () => undefined,
         defaultText: "maple-preview (its official TQ2_0 file), or synthetic:maple-tiny when the hub is unreachable",
-        help: "Model to serve: maple-preview[:tq1], a .gguf path, an hf: reference (downloaded once), or synthetic:NAME", parse: nonEmpty }),
+        help: "Model to serve: maple-preview[:tq1], a .gguf path, an hf: reference (downloaded once), or synthetic:NAME; "
+            + "repeat it (or use MAPLE_MODELS) to serve several, NAME=SPEC to name one (docs/models.md)", parse: nonEmpty }),
+    define({ key: "models", flag: "models", env: "MAPLE_MODELS", valueName: "LIST", defaultValue: () => undefined,
+        defaultText: "none", help: "More models to serve, comma-separated [NAME=]SPEC (after --model; the first served is the default)", parse: nonEmpty }),
+    define({ key: "loadOnDemand", flag: "load-on-demand", env: "MAPLE_LOAD_ON_DEMAND", valueName: "BOOL", defaultValue: () => false,
+        help: "Load a model of the models directory (maple models) when a request names it", parse: boolean }),
+    define({ key: "maxLoadedModels", flag: "max-loaded-models", env: "MAPLE_MAX_LOADED_MODELS", valueName: "N", defaultValue: () => 3,
+        help: "Models loaded at once; the least recently used idle one unloads to make room", parse: integer(1, 64) }),
+    define({ key: "maxModelMemoryMiB", flag: "max-model-memory", env: "MAPLE_MAX_MODEL_MEMORY", valueName: "MIB", defaultValue: () => undefined,
+        defaultText: "no bound", help: "Memory of the loaded models (weights + KV cache, estimated at load); idle ones unload to make room", parse: integer(1, 1 << 30) }),
+    define({ key: "keepAliveSeconds", flag: "keep-alive", env: "MAPLE_KEEP_ALIVE", valueName: "SECONDS", defaultValue: () => 300,
+        help: "An idle model unloads after this (as Ollama's keep_alive); -1 keeps models loaded", parse: decimal(-1, 1e9) }),
+    define({ key: "pinDefaultModel", flag: "pin-default-model", env: "MAPLE_PIN_DEFAULT_MODEL", valueName: "BOOL", defaultValue: () => true,
+        help: "Never unload the default (first) model", parse: boolean }),
     define({ key: "host", flag: "host", env: "MAPLE_HOST", valueName: "HOST", defaultValue: () => "127.0.0.1",
         help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
     define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,

@@ -9,20 +9,22 @@ export interface ReadyModel extends ServingModel {
     systemFingerprint: string;
 }
 
-export type ModelState =
+export type ModelState<Ready extends object = ReadyModel> =
     | { status: "loading"; stage: "resolving" | "downloading" | "verifying" | "writing" | "loading"; progress: number | undefined }
-    | ({ status: "ready" } & ReadyModel)
-    | { status: "failed"; error: Error };
+    | ({ status: "ready" } & Ready)
+    | { status: "failed"; error: Error }
+    /** Not in memory: listed, or unloaded (idle past the keep-alive, or to make room); a request loads it again. */
+    | { status: "unloaded" };
 
 /**
  * Holds the served model through its life: loading in the background while the server already
  * answers, then ready, or failed. Routes ask it for the engine and get a 503 model_loading until then.
  */
-export class ModelHost {
-    private current: ModelState = { status: "loading", stage: "resolving", progress: undefined };
+export class ModelHost<Ready extends object = ReadyModel> {
+    private current: ModelState<Ready> = { status: "loading", stage: "resolving", progress: undefined };
     private drainingSince: number | undefined;
 
-    get state(): ModelState {
+    get state(): ModelState<Ready> {
         return this.current;
     }
 
@@ -30,8 +32,17 @@ export class ModelHost {
         if (this.current.status === "loading") this.current = { status: "loading", stage, progress };
     }
 
-    setReady(model: ReadyModel): void {
+    setReady(model: Ready): void {
         this.current = { status: "ready", ...model };
+    }
+
+    /** A new load starts (the first, or after an unload or a failure). */
+    reset(): void {
+        this.current = { status: "loading", stage: "resolving", progress: undefined };
+    }
+
+    setUnloaded(): void {
+        this.current = { status: "unloaded" };
     }
 
     setFailed(error: Error): void {
@@ -52,10 +63,10 @@ export class ModelHost {
     }
 
     /** The engine and scheduler, or the 503 (loading) / 500 (failed) a route answers instead. */
-    requireReady(): ReadyModel {
+    requireReady(): Ready {
         const state = this.current;
-        if (state.status === "ready") return state;
-        if (state.status === "loading") throw new ModelLoadingError();
+        if (state.status === "ready") return state as Ready;
+        if (state.status === "loading" || state.status === "unloaded") throw new ModelLoadingError();
         throw new ServerError("The model failed to load; see the server log.");
     }
 }

@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type {
     Engine, EngineGrammar, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo, PromptCacheReport, RuntimeInfo
 } from "./types.js";
 import { decodeLoop } from "./decodeLoop.js";
+import { openLlama } from "./openLlama.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { LlamaSlotStore } from "./llamaSlotStore.js";
@@ -65,19 +66,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         options.onLog?.("warn", "node-llama-cpp is not patched (was npm install run with --ignore-scripts?): run `node scripts/patch-node-llama-cpp.js`; "
         + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
     }
-    const llama = await getLlama({
-        gpu: options.gpu ?? "auto",
-        build: "never",
-        progressLogs: false,
-        maxThreads: options.threads,
-        logLevel: LlamaLogLevel.warn,
-        logger: (level, message) => {
-            const text = message.trim();
-            if (text === "" || options.onLog === undefined) return;
-            if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) options.onLog("error", text);
-            else if (level === LlamaLogLevel.warn) options.onLog("warn", text);
-        }
-    });
+    const llama = await openLlama(options.threads, options.onLog, options.gpu);
     const model = await llama.loadModel({
         modelPath: options.modelPath,
         gpuLayers: llama.gpu === false ? 0 : "auto",

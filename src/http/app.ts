@@ -1,19 +1,20 @@
 import cors from "@fastify/cors";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
-import { servedModelName } from "../ollama/modelName.js";
 import { MemoryResponseStore } from "../responses/memoryResponseStore.js";
 import { responseStoreLimits } from "../responses/openResponseStore.js";
 import type { ResponseStore } from "../responses/responseStore.js";
 import type { ModelHost } from "../core/modelHost.js";
+import type { ModelRegistry } from "../core/modelRegistry.js";
 import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";
 import { chatCompletionsRoute } from "./routes/chatCompletions.js";
 import { completionsRoute } from "./routes/completions.js";
 import { detokenizeRoute } from "./routes/detokenize.js";
+import { embeddingsRoute } from "./routes/embeddings.js";
 import { healthRoute } from "./routes/health.js";
 import { livezRoute } from "./routes/livez.js";
 import { messagesRoute } from "./routes/messages.js";
@@ -30,6 +31,7 @@ import { webUiPaths, webUiRoute } from "./routes/webUi.js";
 export interface AppOptions {
     config: MapleConfig;
     host: ModelHost;
+    models: ModelRegistry;
     logger: FastifyBaseLogger;
     version: string;
     /** Aborted when the shutdown grace period ends: generations still running end with an error. */
@@ -56,7 +58,7 @@ const exposedResponseHeaders = [
 ];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
-export function buildApp({ config, host, logger, version, shutdownSignal, responseStore }: AppOptions): FastifyInstance {
+export function buildApp({ config, host, models, logger, version, shutdownSignal, responseStore }: AppOptions): FastifyInstance {
     const app = Fastify({
         loggerInstance: logger,
         bodyLimit: config.maxBodyBytes,
@@ -140,9 +142,15 @@ export function buildApp({ config, host, logger, version, shutdownSignal, respon
     app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));
     app.addHook("onClose", async () => metrics.clear());
 
+    /** A request holds its model until its response is over (sent, or the client gone). */
+    const holdUntilDone = (reply: FastifyReply, release: () => void): void => {
+        if (reply.raw.writableFinished || reply.raw.destroyed) release();
+        else reply.raw.once("close", release);
+    };
     const context: RouteContext = {
         config,
         host,
+        models,
         metrics,
         version,
         createdAt: Math.floor(Date.now() / 1000),
@@ -155,10 +163,21 @@ export function buildApp({ config, host, logger, version, shutdownSignal, respon
         },
         checkModel(requested) {
             // `maple-preview:latest` is the served `maple-preview` (Ollama's default tag; Copilot sends it to /v1 too).
-            if (config.strictModel && requested !== undefined && servedModelName(requested, config.modelId) !== config.modelId) {
-                throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
+            if (config.strictModel && requested !== undefined && models.find(requested) === undefined) {
+                throw new NotFoundError(`The model '${requested}' does not exist; this server serves ${models.all.map((entry) => `'${entry.id}'`).join(", ")}.`,
+                    "model", "model_not_found");
             }
-            return requested ?? config.modelId;
+            return requested ?? models.default.id;
+        },
+        async chatModel(reply, requested, signal) {
+            const use = await models.use(requested, "chat", signal);
+            holdUntilDone(reply, use.release);
+            return { model: use.model, modelId: use.modelId };
+        },
+        async embeddingModel(reply, requested, signal) {
+            const use = await models.use(requested, "embedding", signal);
+            holdUntilDone(reply, use.release);
+            return { model: use.model, modelId: use.modelId };
         },
         generationOptions(request, signal) {
             return {
@@ -176,6 +195,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal, respon
     modelsRoute(app, context);
     completionsRoute(app, context);
     chatCompletionsRoute(app, context);
+    embeddingsRoute(app, context);
     messagesRoute(app, context);
     messagesCountTokensRoute(app, context);
     responsesRoute(app, context);

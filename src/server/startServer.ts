@@ -8,13 +8,18 @@ import type { Logger } from "pino";
 import { defaultCacheRamMiB, type MapleConfig } from "../config/settings.js";
 import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine.js";
 import type { Engine } from "../engine/types.js";
+import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
+import { readModelFileFacts } from "../engine/modelFileFacts.js";
+import { listStoredModels } from "../models/modelStore.js";
+import { modelNameOf, servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
+import { ModelRegistry, type ModelLoader } from "../core/modelRegistry.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chatFormat/template.js";
 import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost, type ReadyModel } from "../core/modelHost.js";
+import type { ModelHost, ReadyModel } from "../core/modelHost.js";
 import { systemFingerprint } from "./systemFingerprint.js";
 
 export type LoadStage = "download" | "verify" | "write" | "load";
@@ -27,13 +32,16 @@ export interface StartServerOptions {
 
 export interface RunningServer {
     app: FastifyInstance;
+    /** The default model's host (the first served model). */
     host: ModelHost;
+    /** Every served model. */
+    models: ModelRegistry;
     /** e.g. http://127.0.0.1:8080 */
     url: string;
     /** The second listener's URL (MAPLE_OLLAMA_PORT, e.g. http://127.0.0.1:11434); undefined without one. */
     ollamaUrl: string | undefined;
-    /** Settles when the model is loaded (resolves) or failed to load (rejects). */
-    ready: Promise<Engine>;
+    /** Settles when the default model is loaded (resolves) or failed to load (rejects). */
+    ready: Promise<void>;
     /**
      * Drains, then stops: /health answers 503 at once while requests are still served for
      * `drainMs` (default 0; skipped while the model is not ready, as no balancer sends to it then),
@@ -53,11 +61,20 @@ export const version: string = (JSON.parse(await readFile(new URL("../../../pack
  */
 export async function startServer(config: MapleConfig, options: StartServerOptions = {}): Promise<RunningServer> {
     const logger = options.logger ?? createLogger(config.logLevel);
-    const host = new ModelHost();
+    const models = new ModelRegistry(servedModelSpecs([...splitModelSpecs(config.model), ...splitModelSpecs(config.models)], config.modelId), config.pinDefaultModel, {
+        loader: modelLoader(config, logger, options.onProgress),
+        maxLoaded: config.maxLoadedModels,
+        maxMemoryBytes: config.maxModelMemoryMiB === undefined ? undefined : config.maxModelMemoryMiB * (1 << 20),
+        keepAliveMs: config.keepAliveSeconds < 0 ? undefined : config.keepAliveSeconds * 1000,
+        loadWaitMs: config.queueTimeoutSeconds * 1000,
+        strict: config.strictModel,
+        loadOnDemand: config.loadOnDemand
+    });
+    const host = models.default.chat;
     const shutdown = new AbortController();
     // Redis connects in the background: requests that need no store are served meanwhile.
     const responseStore = openResponseStore(config, logger);
-    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal, responseStore });
+    const app = buildApp({ config, host, models, logger, version, shutdownSignal: shutdown.signal, responseStore });
     app.addHook("onClose", () => responseStore.close());
     await app.listen({ host: config.host, port: config.port });
     const urlOf = (server: Server, fallbackPort: number): string => {
@@ -76,8 +93,7 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     // The `maple` command always sets it; a server started some other way may not have.
     if (process.env.UV_THREADPOOL_SIZE === undefined) logger.warn(threadPoolWarning);
 
-    const loading = new AbortController();
-    const ready = loadModel(config, host, logger, loading.signal, options.onProgress);
+    const ready = models.start();
     ready.catch(() => undefined);
 
     let closing: Promise<void> | undefined;
@@ -88,15 +104,14 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
             await sleep(drainMs, undefined, { signal: drainCut.signal }).catch(() => undefined);
             logger.info("drained: no longer accepting requests; finishing in-flight ones");
         }
-        loading.abort();
+        models.stopLoading();
         const grace = setTimeout(() => shutdown.abort(), graceMs);
         await Promise.all([app.close(), ollamaListener === undefined ? undefined : closeListener(ollamaListener)]);
         clearTimeout(grace);
-        const engine = await ready.catch(() => undefined);
-        await engine?.dispose();
+        await models.close();
     };
     return {
-        app, host, url, ollamaUrl, ready,
+        app, host, models, url, ollamaUrl, ready,
         close({ graceMs = 0, drainMs = 0 } = {}) {
             // A second call cuts a drain short (a second signal hurries the shutdown).
             if (closing !== undefined) drainCut.abort();
@@ -136,52 +151,84 @@ export const threadPoolWarning = "UV_THREADPOOL_SIZE is not set, so libuv's pool
 
 const loadingStages = { download: "downloading", verify: "verifying", write: "writing" } as const;
 
-async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, signal: AbortSignal,
-    onProgress: StartServerOptions["onProgress"]): Promise<Engine> {
-    try {
-        const templateOverride = config.chatTemplateFile === undefined ? undefined : await readChatTemplateFile(config.chatTemplateFile);
-        const model = await resolveModel(config.model, {
-            modelsDir: config.modelsDir,
-            signal,
-            onProgress: (work, done, total) => {
-                host.setLoading(loadingStages[work], total > 0 ? done / total : undefined);
-                onProgress?.(work, done, total);
-            },
-            onFallback: (reason) => logger.warn(reason)
-        });
-        logger.info({ path: model.path, source: model.source }, "loading model");
-        host.setLoading("loading", 0);
-        const engine = await loadLlamaEngine({
-            modelPath: model.path,
-            threads: config.threads,
-            contextSize: config.contextSize,
-            slots: config.parallel,
-            batchSize: config.batchSize,
-            promptCache: promptCacheSettings(config, (await stat(model.path)).size),
-            signal,
-            onLoadProgress: (fraction) => {
-                host.setLoading("loading", fraction);
-                onProgress?.("load", fraction, 1);
-            },
-            onLog: (level, message) => logger[level]({ source: "llama.cpp" }, message)
-        });
-        if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn("the model has no chat template; /v1/chat/completions uses ChatML");
-        host.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
-        const summary = {
-            model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
-            contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
-            device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
-        };
-        if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
-        else logger.info(summary, "model ready");
-        return engine;
-    } catch (error) {
-        host.setFailed(error as Error);
-        // A bad model spec is the user's mistake: one clear line, no stack trace.
-        if (error instanceof ModelSpecError) logger.error(error.message);
-        else if (!signal.aborted) logger.error({ err: error }, "the model failed to load");
-        throw error;
-    }
+/**
+ * How the registry loads a model: resolves its spec (download, synthetic write), reads its GGUF
+ * header for its purpose and memory, lets the registry make room, then loads the chat engine (with
+ * its scheduler) or the embedding engine. Only the default model's load draws the CLI's bars and
+ * takes --chat-template.
+ */
+function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServerOptions["onProgress"]): ModelLoader {
+    return {
+        async load(entry, makeRoom, signal) {
+            const isDefault = entry.atStartup;
+            const progress = isDefault ? onProgress : undefined;
+            try {
+                const templateOverride = config.chatTemplateFile === undefined || !isDefault ? undefined : await readChatTemplateFile(config.chatTemplateFile);
+                const model = await resolveModel(entry.spec, {
+                    modelsDir: config.modelsDir,
+                    signal,
+                    onProgress: (work, done, total) => {
+                        entry.host.setLoading(loadingStages[work], total > 0 ? done / total : undefined);
+                        progress?.(work, done, total);
+                    },
+                    onFallback: (reason) => logger.warn(reason)
+                });
+                const facts = await readModelFileFacts(model.path, { contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize });
+                entry.purpose = facts.purpose;
+                entry.host.setLoading("loading", 0);
+                await makeRoom(facts.memoryBytes);
+                logger.info({ model: entry.id, path: model.path, source: model.source, purpose: facts.purpose, memoryMiB: Math.round(facts.memoryBytes / (1 << 20)) },
+                    "loading model");
+                const onLoadProgress = (fraction: number): void => {
+                    entry.host.setLoading("loading", fraction);
+                    progress?.("load", fraction, 1);
+                };
+                const onLog = (level: "warn" | "error", message: string): void => logger[level]({ source: "llama.cpp", model: entry.id }, message);
+                if (facts.purpose === "embedding") {
+                    const embedder = await loadEmbeddingEngine({
+                        modelPath: model.path, threads: config.threads, contextSize: config.contextSize, batchSize: config.batchSize, signal, onLoadProgress, onLog
+                    });
+                    entry.embedding.setReady({ embedder, source: model.source });
+                    logger.info({ model: entry.id, dimensions: embedder.dimensions, synthetic: embedder.model.synthetic, loadSeconds: embedder.loadSeconds },
+                        "embedding model ready");
+                    return { memoryBytes: facts.memoryBytes, unload: () => embedder.dispose() };
+                }
+                const engine = await loadLlamaEngine({
+                    modelPath: model.path,
+                    threads: config.threads,
+                    contextSize: config.contextSize,
+                    slots: config.parallel,
+                    batchSize: config.batchSize,
+                    promptCache: promptCacheSettings(config, (await stat(model.path)).size),
+                    signal,
+                    onLoadProgress,
+                    onLog
+                });
+                if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn({ model: entry.id }, "the model has no chat template; /v1/chat/completions uses ChatML");
+                entry.chat.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
+                const summary = {
+                    model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
+                    contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
+                    device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
+                };
+                if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
+                else logger.info(summary, "model ready");
+                return { memoryBytes: facts.memoryBytes, unload: () => engine.dispose() };
+            } catch (error) {
+                entry.host.setFailed(error as Error);
+                // A bad model spec is the user's mistake: one clear line, no stack trace.
+                if (error instanceof ModelSpecError) logger.error(error.message);
+                else if (!signal.aborted) logger.error({ err: error, model: entry.id }, "the model failed to load");
+                throw error;
+            }
+        },
+        async findStored(name) {
+            const stored = await listStoredModels(config.modelsDir);
+            const match = stored.find((model) => model.status === "complete"
+                && (model.spec === name || model.shortName === name || modelNameOf(model.spec ?? model.path) === name));
+            return match === undefined ? undefined : match.spec ?? match.path;
+        }
+    };
 }
 
 /**

@@ -78,7 +78,7 @@ function metadataValue(parsed: GGUFParseOutput, key: string): unknown {
 
 describe("synthetic GGUF writer", () => {
     it("lists the four models", () => {
-        assert.deepEqual([...syntheticModelNames].sort(), ["maple-preview", "maple-tiny", "qwen3-0.6b", "qwen3-tiny"]);
+        assert.deepEqual([...syntheticModelNames].sort(), ["maple-preview", "maple-tiny", "qwen3-0.6b", "qwen3-embedding-0.6b", "qwen3-embedding-tiny", "qwen3-tiny"]);
     });
 
     it("rejects an unknown name with the valid names in the message", async () => {

@@ -10,11 +10,10 @@ import type { RouteContext } from "./routeContext.js";
 /** POST /v1/chat/completions: the model's own template, the reasoning split, tool calls, streaming. */
 export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/v1/chat/completions", async (request, reply) => {
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseChatRequest(request.body, request.headers, context.samplingDefaults);
-        const modelId = context.checkModel(chat.model);
+        const { model, modelId } = await context.chatModel(reply, chat.model, cancellation.signal);
         const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model: modelId,

@@ -10,11 +10,10 @@ import type { RouteContext } from "./routeContext.js";
 /** POST /v1/completions: the raw prompt to the model, no template, no parsing. */
 export function completionsRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/v1/completions", async (request, reply) => {
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const completion = parseCompletionRequest(request.body, request.headers, context.samplingDefaults);
-        const modelId = context.checkModel(completion.model);
+        const { model, modelId } = await context.chatModel(reply, completion.model, cancellation.signal);
         const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal));
         const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId, systemFingerprint: model.systemFingerprint };
         if (completion.stream) {

@@ -8,10 +8,9 @@ import type { RouteContext } from "./routeContext.js";
  * (`prompt`). Ids outside the vocabulary are a 400 naming `tokens`.
  */
 export function detokenizeRoute(app: FastifyInstance, context: RouteContext): void {
-    app.post("/detokenize", async (request) => {
-        const { engine } = context.host.requireReady();
+    app.post("/detokenize", async (request, reply) => {
         const detokenize = parseDetokenizeRequest(request.body);
-        context.checkModel(detokenize.model);
+        const { engine } = (await context.chatModel(reply, detokenize.model, context.shutdownSignal)).model;
         const text = engine.detokenize(checkPromptTokenIds(engine, detokenize.tokens, "tokens"));
         return { content: text, prompt: text };
     });

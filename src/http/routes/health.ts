@@ -1,5 +1,18 @@
 import type { FastifyInstance } from "fastify";
+import type { ModelEntry } from "../../core/modelRegistry.js";
 import type { RouteContext } from "./routeContext.js";
+
+/** One served model's line in /health: its state, and its load and queue when loaded. */
+function modelHealth(entry: ModelEntry): Record<string, unknown> {
+    const common = { id: entry.id, purpose: entry.purpose ?? null, pinned: entry.pinned, in_flight: entry.inFlight, memory_bytes: entry.memoryBytes };
+    const state = entry.host.state;
+    if (state.status === "loading") return { ...common, status: "loading", stage: state.stage, progress: state.progress ?? null };
+    if (state.status === "failed") return { ...common, status: "error" };
+    if (state.status === "unloaded") return { ...common, status: "unloaded" };
+    if (entry.purpose === "embedding") return { ...common, status: "ok" };
+    const chat = entry.chat.state;
+    return chat.status === "ready" ? { ...common, status: "ok", queue_depth: chat.scheduler.queueDepth, active: chat.scheduler.active } : { ...common, status: "ok" };
+}
 
 /**
  * GET /health, the readiness answer: open even with MAPLE_API_KEY, so orchestrators and balancers
@@ -10,7 +23,11 @@ export function healthRoute(app: FastifyInstance, context: RouteContext): void {
     app.get("/health", async (_request, reply) => {
         const state = context.host.state;
         // The response store's state: a shared store that is down refuses only what needs it (503 store_unavailable), so readiness stays 200.
-        const common = { model: context.config.modelId, version: context.version, responses_store: context.responseStore.state };
+        const common = { model: context.models.default.id, version: context.version, responses_store: context.responseStore.state, models: context.models.all.map(modelHealth) };
+        // A default model for embeddings (or unloaded) has no slots to report.
+        const embedding = context.models.default.purpose === "embedding" ? context.models.default.embedding.state : undefined;
+        if (embedding?.status === "ready" || state.status === "unloaded") return { status: context.host.draining === undefined ? "ok" : "draining", ...common };
+        if (embedding?.status === "failed") return reply.code(503).send({ status: "error", ...common, error: "the model failed to load; see the server log" });
         if (state.status === "loading") {
             return reply.code(503).send({ status: "loading", ...common, stage: state.stage, progress: state.progress ?? null });
         }

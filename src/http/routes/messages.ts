@@ -13,11 +13,10 @@ const pingIntervalMs = 5_000;
 /** POST /v1/messages: Anthropic's Messages API on the generation core, errors in Anthropic's shape. */
 export function messagesRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/v1/messages", { config: { errorFormat: anthropicErrorFormat } }, async (request, reply) => {
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const messages = parseMessagesRequest(request.body, request.headers, context.samplingDefaults);
-        const modelId = context.checkModel(messages.model);
+        const { model, modelId } = await context.chatModel(reply, messages.model, cancellation.signal);
         const generation = await startChatGeneration(model, messages, context.generationOptions(request, cancellation.signal));
         const writer = new MessageEventWriter({ id: newMessageId(), model: modelId, omitThinking: messages.omitThinking });
         // What the slot's cache holds is known once generation starts: message_delta has the final split.

@@ -9,10 +9,9 @@ import type { RouteContext } from "./routeContext.js";
  * (`input_tokens` + `cache_read_input_tokens` of its usage), the prompt limit not applied.
  */
 export function messagesCountTokensRoute(app: FastifyInstance, context: RouteContext): void {
-    app.post("/v1/messages/count_tokens", { config: { errorFormat: anthropicErrorFormat } }, async (request) => {
-        const model = context.host.requireReady();
+    app.post("/v1/messages/count_tokens", { config: { errorFormat: anthropicErrorFormat } }, async (request, reply) => {
         const prompt = parseMessagesPrompt(request.body);
-        context.checkModel(prompt.model);
+        const { model } = await context.chatModel(reply, prompt.model, context.shutdownSignal);
         return { input_tokens: countChatPromptTokens(model, prompt) };
     });
 }

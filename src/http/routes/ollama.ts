@@ -4,6 +4,7 @@ import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
 import { toMapleError } from "../errorHandler.js";
 import { parseJsonBody } from "../jsonBody.js";
 import { ollamaChatRoute } from "./ollamaChat.js";
+import { ollamaEmbedRoute } from "./ollamaEmbed.js";
 import { ollamaGenerateRoute } from "./ollamaGenerate.js";
 import { ollamaModelFilesRoute } from "./ollamaModelFiles.js";
 import { ollamaModelsRoute } from "./ollamaModels.js";
@@ -29,6 +30,7 @@ export function ollamaRoutes(app: FastifyInstance, context: RouteContext): void 
         ollamaChatRoute(api, context);
         ollamaGenerateRoute(api, context);
         ollamaModelsRoute(api, context);
+        ollamaEmbedRoute(api, context);
         ollamaModelFilesRoute(api, context);
         ollamaUnsupportedRoute(api, context);
     });

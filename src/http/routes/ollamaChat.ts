@@ -12,11 +12,10 @@ import type { RouteContext } from "./routeContext.js";
 export function ollamaChatRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/api/chat", { config: { errorFormat: ollamaErrorFormat } }, async (request, reply) => {
         const timings = new RequestTimings();
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseOllamaChatRequest(request.body, request.headers, context.samplingDefaults);
-        context.checkModel(chat.model);
+        const { model } = await context.chatModel(reply, chat.model, cancellation.signal);
         const identity = { model: chat.model, api: "chat" as const };
         if (chat.loadOnly) return loadedChunk(identity);
         const generation = await startChatGeneration(model, chat,

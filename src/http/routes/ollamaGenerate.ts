@@ -12,11 +12,10 @@ import type { RouteContext } from "./routeContext.js";
 export function ollamaGenerateRoute(app: FastifyInstance, context: RouteContext): void {
     app.post("/api/generate", { config: { errorFormat: ollamaErrorFormat } }, async (request, reply) => {
         const timings = new RequestTimings();
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const generate = parseOllamaGenerateRequest(request.body, request.headers, context.samplingDefaults);
-        context.checkModel(generate.model);
+        const { model } = await context.chatModel(reply, generate.model, cancellation.signal);
         const identity = { model: generate.model, api: "generate" as const };
         if (generate.loadOnly) return loadedChunk(identity);
         const options = timings.observe({ ...context.generationOptions(request, cancellation.signal), promptParam: "prompt" });

@@ -84,10 +84,10 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
     };
 
     app.post("/v1/responses", async (request, reply) => {
-        const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const { parsed, modelId, history, chat } = await prepare(request.body, request.headers);
+        const { model } = await context.chatModel(reply, parsed.model, cancellation.signal);
         // Refused before any generation: a response that could not be stored would be lost.
         if (parsed.store) store.requireAvailable();
         const cancel = new AbortController();
@@ -178,9 +178,9 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
         throw new InvalidRequestError(`Response '${id}' has already ended (status ${String(response["status"])}); only a response still generating can be cancelled.`, null, "response_not_cancellable");
     });
 
-    app.post("/v1/responses/input_tokens", async (request) => {
-        const model = context.host.requireReady();
-        const { chat } = await prepare(request.body, request.headers);
+    app.post("/v1/responses/input_tokens", async (request, reply) => {
+        const { parsed, chat } = await prepare(request.body, request.headers);
+        const { model } = await context.chatModel(reply, parsed.model, context.shutdownSignal);
         return { object: "response.input_tokens", input_tokens: countChatPromptTokens(model, chat, { promptParam: "input" }) };
     });
 

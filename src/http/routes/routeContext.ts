@@ -1,15 +1,19 @@
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MapleConfig } from "../../config/settings.js";
 import type { GenerationOptions } from "../../core/index.js";
 import type { MapleMetrics } from "../../metrics/metrics.js";
 import type { ResponseStore } from "../../responses/responseStore.js";
 import type { SamplingDefaults } from "../../wire/sampling.js";
-import type { ModelHost } from "../../core/modelHost.js";
+import type { ModelHost, ReadyModel } from "../../core/modelHost.js";
+import type { ModelRegistry, ReadyEmbeddingModel } from "../../core/modelRegistry.js";
 
 /** What every route is given: the config, the served model, and the checks they share. */
 export interface RouteContext {
     config: MapleConfig;
+    /** The default model's host (its draining state is the server's). */
     host: ModelHost;
+    /** Every served model, by name. */
+    models: ModelRegistry;
     /** This server's Prometheus metrics; generation routes pass `metrics.observeGeneration()` to each generation. */
     metrics: MapleMetrics;
     samplingDefaults: SamplingDefaults;
@@ -20,8 +24,16 @@ export interface RouteContext {
     createdAt: number;
     /** Aborts when the server's shutdown grace period is over: running generations end with an error. */
     shutdownSignal: AbortSignal;
-    /** The model id to echo; 404 under MAPLE_STRICT_MODEL when the request names another. */
+    /** The model id to echo; 404 under MAPLE_STRICT_MODEL when the request names no served model. */
     checkModel(requested: string | undefined): string;
+    /**
+     * The chat model a request names (else the default), loaded, held until the response ends
+     * (so it is never unloaded under it), with the id to echo. 503 model_loading while it loads
+     * past the queue timeout; 400 for an embedding model; 404 under MAPLE_STRICT_MODEL.
+     */
+    chatModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal): Promise<{ model: ReadyModel; modelId: string }>;
+    /** The same for an embedding model: a chat model is a 400 that says what to serve instead. */
+    embeddingModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal): Promise<{ model: ReadyEmbeddingModel; modelId: string }>;
     /**
      * How a generation route runs its request through the core: `signal` (the request's
      * cancellation), the prompt limit, the metrics observers, and MAPLE_LOG_PROMPTS' debug line.

@@ -9,10 +9,9 @@ import type { RouteContext } from "./routeContext.js";
  * (`messages`, rendered through the model's template) → `{tokens, count, max_model_len}`.
  */
 export function tokenizeRoute(app: FastifyInstance, context: RouteContext): void {
-    app.post("/tokenize", async (request) => {
-        const { engine, chatTemplate } = context.host.requireReady();
+    app.post("/tokenize", async (request, reply) => {
         const tokenize = parseTokenizeRequest(request.body, context.samplingDefaults);
-        context.checkModel(tokenize.model);
+        const { engine, chatTemplate } = (await context.chatModel(reply, tokenize.model, context.shutdownSignal)).model;
         const text = tokenize.input.type === "text" ? tokenize.input.text : renderConversation(chatTemplate, tokenize.input.chat, tokenize.input.addGenerationPrompt).text;
         checkPromptCharacters(text, engine.runtime.contextSize, tokenize.input.type === "text" ? "content" : "messages");
         const tokens = engine.tokenize(text, { specialTokens: tokenize.addSpecial, addBos: tokenize.addSpecial });

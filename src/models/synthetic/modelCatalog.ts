@@ -109,7 +109,30 @@ const qwen3_0_6b: Qwen3ModelSpec = {
     feedForwardType: GgmlType.Q8_0
 };
 
-export const syntheticModelSpecs: readonly SyntheticModelSpec[] = [mapleTiny, qwen3Tiny, maplePreview, qwen3_0_6b];
+/**
+ * An embedding twin at toy size for tests: qwen3 with last-token pooling, as Qwen3-Embedding
+ * (its tokenizer, Qwen3's), so /v1/embeddings runs through llama.cpp's pooling with no download.
+ */
+const qwen3EmbeddingTiny: Qwen3ModelSpec = {
+    ...qwen3Tiny,
+    name: "qwen3-embedding-tiny",
+    version: 1,
+    displayName: "qwen3-embedding-tiny (synthetic, random weights)",
+    contextLength: 32_768,
+    pooling: "last"
+};
+
+/** Qwen3-Embedding-0.6B's shapes (its config.json: Qwen3-0.6B's, 32K context), last-token pooling, for benchmarks. */
+const qwen3Embedding0_6b: Qwen3ModelSpec = {
+    ...qwen3_0_6b,
+    name: "qwen3-embedding-0.6b",
+    version: 1,
+    displayName: "Qwen3-Embedding-0.6B (synthetic, random weights)",
+    contextLength: 32_768,
+    pooling: "last"
+};
+
+export const syntheticModelSpecs: readonly SyntheticModelSpec[] = [mapleTiny, qwen3Tiny, maplePreview, qwen3_0_6b, qwen3EmbeddingTiny, qwen3Embedding0_6b];
 
 export function findSyntheticModelSpec(name: string): SyntheticModelSpec | undefined {
     return syntheticModelSpecs.find((spec) => spec.name === name);

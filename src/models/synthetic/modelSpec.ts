@@ -49,6 +49,8 @@ export interface Qwen3ModelSpec extends CommonSpec {
     readonly architecture: "qwen3";
     readonly feedForwardLength: number;
     readonly feedForwardType: GgmlType;
+    /** An embedding model: llama.cpp pools its outputs this way (GGUF `qwen3.pooling_type`), as Qwen3-Embedding's last token. */
+    readonly pooling?: "last";
 }
 
 export type SyntheticModelSpec = MapleModelSpec | Qwen3ModelSpec;

@@ -28,6 +28,8 @@ export function qwen3Metadata(spec: Qwen3ModelSpec): MetadataEntries {
     const fileType = spec.feedForwardType === GgmlType.Q4_0 ? LlamaFileType.MostlyQ4_0 : LlamaFileType.MostlyQ8_0;
     return {
         ...commonMetadata(spec, fileType, qwen3ChatTemplate()),
-        "qwen3.feed_forward_length": u32(spec.feedForwardLength)
+        "qwen3.feed_forward_length": u32(spec.feedForwardLength),
+        // llama.cpp's LLAMA_POOLING_TYPE_LAST
+        ...(spec.pooling === "last" ? { "qwen3.pooling_type": u32(3) } : {})
     };
 }

@@ -1,0 +1,329 @@
+import { EventEmitter, once } from "node:events";
+import type { EmbeddingEngine } from "../engine/embeddingEngine.js";
+import type { ModelPurpose } from "../engine/modelFileFacts.js";
+import { InvalidRequestError, ModelLoadingError, NotFoundError, ServerError } from "../errors.js";
+import { servedModelName } from "../ollama/modelName.js";
+import { ModelHost, type ReadyModel } from "./modelHost.js";
+
+/** A loaded embedding model as /v1/embeddings and /api/embed serve it. */
+export interface ReadyEmbeddingModel {
+    embedder: EmbeddingEngine;
+    source: string;
+}
+
+/**
+ * One served model: its name, its spec, and its state in two hosts, one per purpose (the loader
+ * sets the one its GGUF is for; routes look at `purpose` first, so the other is never consulted).
+ */
+export class ModelEntry {
+    readonly chat = new ModelHost<ReadyModel>();
+    readonly embedding = new ModelHost<ReadyEmbeddingModel>();
+    /** Known once the spec is resolved and its GGUF header read. */
+    purpose: ModelPurpose | undefined;
+    /** Weights + KV of the loaded model (readModelFileFacts), 0 while not loaded. */
+    memoryBytes = 0;
+    /** Requests that hold this model (between routing and their response's end). */
+    inFlight = 0;
+    lastUsed = 0;
+    /** The load in progress or done; undefined while unloaded. */
+    loading: Promise<void> | undefined;
+    /** Frees the loaded engine; undefined while not loaded. */
+    unload: (() => Promise<void>) | undefined;
+    /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
+    atStartup = false;
+    keepAliveTimer: NodeJS.Timeout | undefined;
+
+    constructor(readonly id: string, readonly spec: string | undefined, readonly pinned: boolean) {}
+
+    get loaded(): boolean {
+        return this.unload !== undefined;
+    }
+
+    /** The host of its purpose (the chat host while unknown): what /health and /v1/models report. */
+    get host(): ModelHost<ReadyModel> | ModelHost<ReadyEmbeddingModel> {
+        return this.purpose === "embedding" ? this.embedding : this.chat;
+    }
+}
+
+export interface ModelLoader {
+    /**
+     * Resolves `entry.spec`, sets `entry.purpose`, calls `makeRoom` with the memory it will take,
+     * loads it and sets the host of its purpose ready; returns how to free it. Throws (after
+     * setting the host failed) when it cannot load.
+     */
+    load(entry: ModelEntry, makeRoom: (bytes: number) => Promise<void>, signal: AbortSignal): Promise<{ memoryBytes: number; unload: () => Promise<void> }>;
+    /** A model of the models directory that `name` names (MAPLE_LOAD_ON_DEMAND), as a spec; undefined when none does. */
+    findStored?(name: string): Promise<string | undefined>;
+}
+
+export interface ModelRegistryOptions {
+    loader: ModelLoader;
+    /** Loaded models at most (MAPLE_MAX_LOADED_MODELS). */
+    maxLoaded: number;
+    /** Their memory at most, bytes (MAPLE_MAX_MODEL_MEMORY); undefined: no bound. */
+    maxMemoryBytes: number | undefined;
+    /** An idle model unloads after this (MAPLE_KEEP_ALIVE); undefined: never. */
+    keepAliveMs: number | undefined;
+    /** How long a request waits for a load (or for room to load) before 503 model_loading (MAPLE_QUEUE_TIMEOUT). */
+    loadWaitMs: number;
+    /** MAPLE_STRICT_MODEL: a name that matches no served model is a 404 instead of the default. */
+    strict: boolean;
+    /** MAPLE_LOAD_ON_DEMAND: models of the models directory load when a request names them. */
+    loadOnDemand: boolean;
+}
+
+/** A request's hold on a model: it is not unloaded until `release` (the response's end). */
+export interface ModelUse<Ready> {
+    entry: ModelEntry;
+    model: Ready;
+    /** The name to echo: the one the request gave, else the model's. */
+    modelId: string;
+    release(): void;
+}
+
+/**
+ * The served models by name, the first the default: routes each request's `model` to one, loads
+ * models when asked (the listed ones at start, others on demand), and unloads idle ones (least
+ * recently used first, never one in use or pinned) when a load needs room or after the keep-alive.
+ */
+export class ModelRegistry {
+    private readonly entries: ModelEntry[];
+    private readonly released = new EventEmitter();
+    private readonly closing = new AbortController();
+    private startedLoads: Promise<void> = Promise.resolve();
+
+    constructor(models: readonly { id: string; spec: string | undefined }[], pinDefault: boolean, private readonly options: ModelRegistryOptions) {
+        this.entries = models.map((model, index) => new ModelEntry(model.id, model.spec, index === 0 && pinDefault));
+        // The default is "loading" from the start (/health answers 503 until it is ready); the others wait their turn.
+        for (const entry of this.entries.slice(1)) entry.host.setUnloaded();
+        this.released.setMaxListeners(0);
+    }
+
+    /** A registry of one chat model loaded already (benchmarks that build the app over their own engine). */
+    static ofLoaded(id: string, model: ReadyModel): ModelRegistry {
+        const registry = new ModelRegistry([{ id, spec: undefined }], true, {
+            loader: { load: () => Promise.reject(new ServerError("This registry loads no models.")) },
+            maxLoaded: 1, maxMemoryBytes: undefined, keepAliveMs: undefined, loadWaitMs: 0, strict: false, loadOnDemand: false
+        });
+        const entry = registry.default;
+        entry.purpose = "chat";
+        entry.chat.setReady(model);
+        entry.loading = Promise.resolve();
+        entry.unload = () => model.engine.dispose();
+        return registry;
+    }
+
+    get default(): ModelEntry {
+        return this.entries[0] as ModelEntry;
+    }
+
+    get all(): readonly ModelEntry[] {
+        return this.entries;
+    }
+
+    /** Loads the listed models in order (as many as the bounds allow); settles with the default's load. */
+    start(): Promise<void> {
+        const [first, ...rest] = this.entries;
+        if (first === undefined) return Promise.resolve();
+        first.atStartup = true;
+        const loadingDefault = this.ensureLoading(first).finally(() => {
+            first.atStartup = false;
+        });
+        let chain = loadingDefault.catch(() => undefined);
+        for (const entry of rest.slice(0, Math.max(0, this.options.maxLoaded - 1))) {
+            chain = chain.then(() => this.ensureLoading(entry)).catch(() => undefined);
+        }
+        this.startedLoads = chain;
+        return loadingDefault;
+    }
+
+    /** Settles when every start-up load has ended (loaded or failed). */
+    whenStarted(): Promise<void> {
+        return this.startedLoads;
+    }
+
+    /** The served model `name` names (Ollama's `:latest` tag ignored), or undefined. */
+    find(name: string): ModelEntry | undefined {
+        return this.entries.find((entry) => servedModelName(name, entry.id) === entry.id);
+    }
+
+    /**
+     * The model a request is for: the one it names, one of the models directory it names (with
+     * MAPLE_LOAD_ON_DEMAND), else the default, or 404 model_not_found under MAPLE_STRICT_MODEL.
+     */
+    async route(requested: string | undefined): Promise<ModelEntry> {
+        if (requested === undefined) return this.default;
+        const found = this.find(requested);
+        if (found !== undefined) return found;
+        if (this.options.loadOnDemand && this.options.loader.findStored !== undefined) {
+            const spec = await this.options.loader.findStored(requested);
+            // Another request may have added it meanwhile.
+            const added = this.find(requested);
+            if (added !== undefined) return added;
+            if (spec !== undefined) {
+                const entry = new ModelEntry(requested, spec, false);
+                entry.host.setUnloaded();
+                this.entries.push(entry);
+                return entry;
+            }
+        }
+        if (this.options.strict) {
+            throw new NotFoundError(`The model '${requested}' does not exist; this server serves ${this.entries.map((entry) => `'${entry.id}'`).join(", ")}.`,
+                "model", "model_not_found");
+        }
+        return this.default;
+    }
+
+    /**
+     * Routes `requested` to a model for `purpose`, loads it if it is not loaded (waiting up to the
+     * queue timeout, else 503 model_loading), and holds it until `release`. A model of the other
+     * purpose is a 400 that says what to serve instead.
+     */
+    async use(requested: string | undefined, purpose: "chat", signal: AbortSignal): Promise<ModelUse<ReadyModel>>;
+    async use(requested: string | undefined, purpose: "embedding", signal: AbortSignal): Promise<ModelUse<ReadyEmbeddingModel>>;
+    async use(requested: string | undefined, purpose: ModelPurpose, signal: AbortSignal): Promise<ModelUse<ReadyModel | ReadyEmbeddingModel>> {
+        const entry = await this.route(requested);
+        entry.inFlight += 1;
+        this.stopKeepAlive(entry);
+        let released = false;
+        const release = (): void => {
+            if (released) return;
+            released = true;
+            entry.inFlight -= 1;
+            entry.lastUsed = Date.now();
+            this.released.emit("release");
+            this.startKeepAlive(entry);
+        };
+        try {
+            const model = await this.ready(entry, purpose, signal);
+            return { entry, model, modelId: requested ?? entry.id, release };
+        } catch (error) {
+            release();
+            throw error;
+        }
+    }
+
+    /** The model `name` names, loaded for chat, without waiting (tools that describe it: /v1/models, /api/show). */
+    readyChat(entry: ModelEntry): ReadyModel {
+        return this.checkPurpose(entry, "chat").chat.requireReady();
+    }
+
+    /** Cancels loads in progress (the server is closing): their requests get their error. */
+    stopLoading(): void {
+        this.closing.abort();
+    }
+
+    /** Unloads every model and stops loads in progress. */
+    async close(): Promise<void> {
+        this.closing.abort();
+        await Promise.all(this.entries.map(async (entry) => {
+            this.stopKeepAlive(entry);
+            await entry.loading?.catch(() => undefined);
+            await entry.unload?.();
+            entry.unload = undefined;
+        }));
+    }
+
+    private async ready(entry: ModelEntry, purpose: ModelPurpose, signal: AbortSignal): Promise<ReadyModel | ReadyEmbeddingModel> {
+        this.checkPurpose(entry, purpose);
+        // The start-up load answers 503 at once, as /health does then; a failed load stays failed (see the log).
+        if (entry.atStartup || entry.host.state.status === "failed") return entry[purpose].requireReady();
+        const loading = this.ensureLoading(entry);
+        if (entry.host.state.status !== "ready") await this.waitForLoad(loading.catch(() => undefined), signal);
+        return this.checkPurpose(entry, purpose)[purpose].requireReady();
+    }
+
+    private checkPurpose(entry: ModelEntry, purpose: ModelPurpose): ModelEntry {
+        if (entry.purpose === undefined || entry.purpose === purpose) return entry;
+        const embeddingModels = this.entries.filter((other) => other.purpose === "embedding").map((other) => `'${other.id}'`);
+        const message = purpose === "embedding"
+            ? `The model '${entry.id}' is a chat model and does not compute embeddings; ask for an embedding model`
+            + (embeddingModels.length > 0 ? ` (this server serves ${embeddingModels.join(", ")})` : ", and serve one beside it, e.g. --model embed=hf:Qwen/Qwen3-Embedding-0.6B-GGUF/Qwen3-Embedding-0.6B-Q8_0.gguf")
+            + "."
+            : `The model '${entry.id}' is an embedding model: use it with /v1/embeddings or /api/embed, and ask a chat model for generations.`;
+        throw new InvalidRequestError(message, "model", "model_not_supported");
+    }
+
+    /** Waits for `loading` up to the queue timeout; then 503 model_loading (the load goes on). */
+    private async waitForLoad(loading: Promise<void>, signal: AbortSignal): Promise<void> {
+        let timer: NodeJS.Timeout | undefined;
+        let onAbort: (() => void) | undefined;
+        const stopped = new Promise<never>((_resolve, reject) => {
+            timer = setTimeout(() => reject(new ModelLoadingError("The model is loading and did not finish within the queue timeout; retry shortly.")),
+                this.options.loadWaitMs);
+            onAbort = () => reject(signal.reason);
+            signal.addEventListener("abort", onAbort, { once: true });
+        });
+        try {
+            if (signal.aborted) throw signal.reason;
+            await Promise.race([loading, stopped]);
+        } finally {
+            clearTimeout(timer);
+            if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
+        }
+    }
+
+    /** Starts loading `entry` unless it is loaded or loading; the promise settles with the load. */
+    private ensureLoading(entry: ModelEntry): Promise<void> {
+        if (entry.loading !== undefined) return entry.loading;
+        entry.host.reset();
+        const loading = this.options.loader.load(entry, (bytes) => this.makeRoom(entry, bytes), this.closing.signal).then((loaded) => {
+            entry.memoryBytes = loaded.memoryBytes;
+            entry.unload = loaded.unload;
+            entry.lastUsed = Date.now();
+            this.startKeepAlive(entry);
+        });
+        entry.loading = loading;
+        loading.catch(() => undefined);
+        return loading;
+    }
+
+    /** Unloads idle models, least recently used first, until `bytes` more (and one more model) fit; waits for one to go idle when none is. */
+    private async makeRoom(loading: ModelEntry, bytes: number): Promise<void> {
+        const { maxLoaded, maxMemoryBytes } = this.options;
+        const fits = (): boolean => {
+            const loaded = this.entries.filter((entry) => entry !== loading && (entry.loaded || (entry.loading !== undefined && entry.host.state.status === "loading")));
+            const memory = loaded.reduce((sum, entry) => sum + entry.memoryBytes, 0);
+            return loaded.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || loaded.length === 0);
+        };
+        while (!fits()) {
+            const idle = this.entries
+                .filter((entry) => entry !== loading && entry.loaded && entry.inFlight === 0 && !entry.pinned)
+                .sort((a, b) => a.lastUsed - b.lastUsed)[0];
+            if (idle !== undefined) {
+                await this.unloadEntry(idle);
+                continue;
+            }
+            if (!this.entries.some((entry) => entry !== loading && entry.loaded && !entry.pinned)) {
+                throw new ServerError(`No room to load '${loading.id}': the loaded models are pinned (MAPLE_PIN_DEFAULT_MODEL) and fill `
+                    + "MAPLE_MAX_LOADED_MODELS or MAPLE_MAX_MODEL_MEMORY.");
+            }
+            await once(this.released, "release", { signal: this.closing.signal });
+        }
+    }
+
+    private async unloadEntry(entry: ModelEntry): Promise<void> {
+        this.stopKeepAlive(entry);
+        const unload = entry.unload;
+        entry.unload = undefined;
+        entry.loading = undefined;
+        entry.memoryBytes = 0;
+        entry.host.setUnloaded();
+        await unload?.();
+    }
+
+    private startKeepAlive(entry: ModelEntry): void {
+        const keepAliveMs = this.options.keepAliveMs;
+        if (keepAliveMs === undefined || entry.pinned || entry.inFlight > 0 || !entry.loaded) return;
+        this.stopKeepAlive(entry);
+        entry.keepAliveTimer = setTimeout(() => {
+            if (entry.inFlight === 0 && entry.loaded) void this.unloadEntry(entry);
+        }, keepAliveMs);
+        entry.keepAliveTimer.unref();
+    }
+
+    private stopKeepAlive(entry: ModelEntry): void {
+        clearTimeout(entry.keepAliveTimer);
+        entry.keepAliveTimer = undefined;
+    }
+}

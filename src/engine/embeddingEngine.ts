@@ -1,0 +1,117 @@
+import { type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
+import { ContextLengthExceededError } from "../errors.js";
+import { describeModel } from "./describeModel.js";
+import { openLlama } from "./openLlama.js";
+import type { ModelInfo } from "./types.js";
+
+export interface EmbeddingEngineOptions {
+    modelPath: string;
+    threads: number;
+    /** Longest input in tokens; capped at the model's training context. */
+    contextSize: number;
+    batchSize: number;
+    signal?: AbortSignal;
+    onLoadProgress?: (fraction: number) => void;
+    onLog?: (level: "warn" | "error", message: string) => void;
+}
+
+/** One input's vector (L2-normalised, as OpenAI's and llama-server's are) and the tokens it took. */
+export interface Embedding {
+    vector: number[];
+    tokens: number;
+}
+
+/** An embedding model loaded for embedding: llama.cpp pools each input's outputs the GGUF's way (mean, cls, last). */
+export interface EmbeddingEngine {
+    readonly model: ModelInfo;
+    /** Width of every vector. */
+    readonly dimensions: number;
+    /** Longest input, in tokens. */
+    readonly contextSize: number;
+    readonly loadSeconds: number;
+    tokenize(text: string): number[];
+    isValidToken(token: number): boolean;
+    /** Embeds each input in turn (text, or token ids); the signal stops between inputs. */
+    embed(inputs: readonly (string | readonly number[])[], signal: AbortSignal): Promise<Embedding[]>;
+    dispose(): Promise<void>;
+}
+
+/**
+ * Loads a GGUF for embeddings through node-llama-cpp's embedding context: a context of its own,
+ * apart from the chat engine (LlamaEngine), since it computes pooled outputs instead of logits.
+ */
+export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Promise<EmbeddingEngine> {
+    const startedAt = performance.now();
+    const llama = await openLlama(options.threads, options.onLog);
+    const model = await llama.loadModel({
+        modelPath: options.modelPath, gpuLayers: llama.gpu === false ? 0 : "auto", onLoadProgress: options.onLoadProgress, loadSignal: options.signal
+    });
+    try {
+        const contextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
+        const context = await model.createEmbeddingContext({
+            contextSize, batchSize: Math.min(options.batchSize, contextSize), threads: options.threads, createSignal: options.signal
+        });
+        return new LlamaEmbeddingEngine(model, context, await describeModel(model, options.modelPath), contextSize, (performance.now() - startedAt) / 1000);
+    } catch (error) {
+        await model.dispose();
+        throw error;
+    }
+}
+
+class LlamaEmbeddingEngine implements EmbeddingEngine {
+    /** One input at a time: the context has one sequence, so concurrent requests queue here. */
+    private queue: Promise<unknown> = Promise.resolve();
+
+    constructor(
+        private readonly llamaModel: LlamaModel,
+        private readonly context: LlamaEmbeddingContext,
+        readonly model: ModelInfo,
+        readonly contextSize: number,
+        readonly loadSeconds: number
+    ) {}
+
+    get dimensions(): number {
+        return this.llamaModel.embeddingVectorSize;
+    }
+
+    tokenize(text: string): number[] {
+        return this.llamaModel.tokenize(text, false);
+    }
+
+    isValidToken(token: number): boolean {
+        return Number.isInteger(token) && token >= 0 && token < this.model.vocabularySize;
+    }
+
+    embed(inputs: readonly (string | readonly number[])[], signal: AbortSignal): Promise<Embedding[]> {
+        const run = this.queue.then(() => this.embedAll(inputs, signal));
+        this.queue = run.catch(() => undefined);
+        return run;
+    }
+
+    private async embedAll(inputs: readonly (string | readonly number[])[], signal: AbortSignal): Promise<Embedding[]> {
+        const results: Embedding[] = [];
+        for (const [index, input] of inputs.entries()) {
+            signal.throwIfAborted();
+            // A copy: node-llama-cpp adds the BOS/EOS tokens the model wants to the array it is given.
+            const tokens = typeof input === "string" ? this.tokenize(input) : [...input] as Token[];
+            const length = this.context.calculateInputLength([...tokens] as Token[]);
+            if (length >= this.contextSize) {
+                throw new ContextLengthExceededError(`Input ${index} is ${length} tokens; this embedding model takes at most ${this.contextSize - 1}.`, "input");
+            }
+            const embedding = await this.context.getEmbeddingFor(tokens as Token[]);
+            results.push({ vector: normalised(embedding.vector), tokens: length });
+        }
+        return results;
+    }
+
+    async dispose(): Promise<void> {
+        await this.queue;
+        await this.context.dispose();
+        await this.llamaModel.dispose();
+    }
+}
+
+function normalised(vector: readonly number[]): number[] {
+    const norm = Math.sqrt(vector.reduce((sum, value) => sum + value * value, 0));
+    return norm === 0 ? [...vector] : vector.map((value) => value / norm);
+}

@@ -1,0 +1,176 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { BadRequestError } from "openai";
+import { Ollama } from "ollama";
+import { exact } from "../helpers/grammar.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+
+interface ListedModel {
+    id: string;
+    loaded: boolean;
+    status: string;
+    purpose: string | null;
+    dimensions?: number;
+}
+
+interface Completion {
+    model: string;
+    system_fingerprint: string;
+    choices: { text: string }[];
+}
+
+async function complete(server: TestServer, model: string, text: string): Promise<Completion> {
+    const response = await server.post("/v1/completions", { model, prompt: "Which model are you?", max_tokens: 32, grammar: exact(text) });
+    assert.equal(response.status, 200, await response.clone().text());
+    return await response.json() as Completion;
+}
+
+async function listModels(server: TestServer): Promise<ListedModel[]> {
+    const response = await server.request("/v1/models");
+    assert.equal(response.status, 200);
+    return (await response.json() as { data: ListedModel[] }).data;
+}
+
+/** The cosine of two vectors: 1 for the same direction. */
+const dot = (a: readonly number[], b: readonly number[]): number => a.reduce((sum, value, index) => sum + value * (b[index] ?? 0), 0);
+
+describe("two chat models and an embedding model in one server", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    before(async () => {
+        server = await startTestServer({
+            model: "maple=synthetic:maple-tiny",
+            models: "synthetic:qwen3-tiny,embed=synthetic:qwen3-embedding-tiny",
+            parallel: 1
+        });
+        await server.models.whenStarted();
+    });
+    after(async () => server.close());
+
+    it("lists all three, loaded, each with what it is for; the default first", async () => {
+        const models = await listModels(server);
+        assert.deepEqual(models.map((model) => [model.id, model.loaded, model.purpose]),
+            [["maple", true, "chat"], ["qwen3-tiny", true, "chat"], ["embed", true, "embedding"]]);
+        const health = await (await server.request("/health")).json() as { model: string; models: { id: string; status: string }[] };
+        assert.equal(health.model, "maple");
+        assert.deepEqual(health.models.map((model) => [model.id, model.status]), [["maple", "ok"], ["qwen3-tiny", "ok"], ["embed", "ok"]]);
+    });
+
+    it("serves each chat model under its own name, from its own file", async () => {
+        const maple = await complete(server, "maple", "maple here");
+        const qwen = await complete(server, "qwen3-tiny", "qwen here");
+        assert.equal(maple.model, "maple");
+        assert.equal(maple.choices[0]!.text, "maple here");
+        assert.equal(qwen.model, "qwen3-tiny");
+        assert.equal(qwen.choices[0]!.text, "qwen here");
+        // The fingerprint is of the model file: a different one for each name.
+        assert.notEqual(maple.system_fingerprint, qwen.system_fingerprint);
+        const unnamed = await server.post("/v1/completions", { prompt: "x", max_tokens: 8, grammar: exact("ok") });
+        assert.equal((await unnamed.json() as Completion).system_fingerprint, maple.system_fingerprint, "a request naming no model goes to the default");
+        const other = await complete(server, "gpt-4o", "default");
+        assert.equal(other.system_fingerprint, maple.system_fingerprint, "an unknown name goes to the default");
+
+        const ollama = new Ollama({ host: server.url });
+        const answer = await ollama.generate({ model: "qwen3-tiny", prompt: "x", raw: true, stream: false, grammar: exact("via ollama") } as Parameters<Ollama["generate"]>[0] & { stream: false });
+        assert.equal(answer.response, "via ollama");
+    });
+
+    it("computes embeddings through the openai SDK: the model's width, the same vector for the same input, one call equal to several", async () => {
+        const [embed] = (await listModels(server)).filter((model) => model.id === "embed");
+        assert.equal(embed!.dimensions, 256, "qwen3-embedding-tiny's embedding_length");
+        // The SDK asks for base64 unless told otherwise, and decodes it.
+        const batch = await server.client.embeddings.create({ model: "embed", input: ["the first text", "a second, longer text to embed", "3"] });
+        assert.equal(batch.model, "embed");
+        assert.deepEqual(batch.data.map((item) => item.index), [0, 1, 2]);
+        for (const item of batch.data) {
+            assert.equal(item.embedding.length, 256);
+            assert.ok(Math.abs(dot(item.embedding, item.embedding) - 1) < 1e-4, "normalised");
+        }
+        assert.ok(batch.usage.prompt_tokens >= 3 && batch.usage.total_tokens === batch.usage.prompt_tokens);
+        const single = await server.client.embeddings.create({ model: "embed", input: "the first text" });
+        const second = await server.client.embeddings.create({ model: "embed", input: ["a second, longer text to embed"] });
+        assert.deepEqual(single.data[0]!.embedding, batch.data[0]!.embedding);
+        assert.deepEqual(second.data[0]!.embedding, batch.data[1]!.embedding);
+        assert.notDeepEqual(batch.data[0]!.embedding, batch.data[1]!.embedding);
+        assert.equal(single.usage.prompt_tokens + second.usage.prompt_tokens + (batch.usage.prompt_tokens - single.usage.prompt_tokens - second.usage.prompt_tokens),
+            batch.usage.prompt_tokens);
+
+        const floats = await server.client.embeddings.create({ model: "embed", input: "the first text", encoding_format: "float" });
+        assert.deepEqual(floats.data[0]!.embedding.map(Math.fround), single.data[0]!.embedding, "float and base64 carry the same vector");
+        const tokens = await server.post("/v1/embeddings", { model: "embed", input: [[1, 2, 3], [4, 5]], encoding_format: "float" });
+        assert.equal(tokens.status, 200);
+        const tokenBody = await tokens.json() as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
+        assert.equal(tokenBody.data.length, 2);
+        assert.ok(tokenBody.usage.prompt_tokens >= 5);
+    });
+
+    it("refuses dimensions other than the model's, and empty input", async () => {
+        const resized = await server.post("/v1/embeddings", { model: "embed", input: "x", dimensions: 64 });
+        assert.equal(resized.status, 400);
+        assert.match((await resized.json() as WireError).error.message, /256/);
+        const same = await server.post("/v1/embeddings", { model: "embed", input: "x", dimensions: 256 });
+        assert.equal(same.status, 200);
+        const empty = await server.post("/v1/embeddings", { model: "embed", input: [] });
+        assert.equal(empty.status, 400);
+    });
+
+    it("answers ollama.embed the same vectors", async () => {
+        const ollama = new Ollama({ host: server.url });
+        const both = await ollama.embed({ model: "embed", input: ["the first text", "a second, longer text to embed"] });
+        const openai = await server.client.embeddings.create({ model: "embed", input: ["the first text", "a second, longer text to embed"], encoding_format: "float" });
+        assert.equal(both.embeddings.length, 2);
+        assert.deepEqual(both.embeddings, openai.data.map((item) => item.embedding));
+        assert.ok(both.prompt_eval_count > 0);
+        const one = await ollama.embed({ model: "embed", input: "the first text" });
+        assert.deepEqual(one.embeddings[0], both.embeddings[0]);
+        const legacy = await ollama.embeddings({ model: "embed", prompt: "the first text" });
+        assert.deepEqual(legacy.embedding, both.embeddings[0]);
+    });
+
+    it("tells a chat model asked for embeddings, and an embedding model asked to chat, what to do instead", async () => {
+        await assert.rejects(server.client.embeddings.create({ model: "qwen3-tiny", input: "x" }), (error: unknown) => {
+            assert.ok(error instanceof BadRequestError);
+            assert.match(error.message, /'qwen3-tiny' is a chat model/);
+            assert.match(error.message, /'embed'/, "names the embedding model served");
+            return true;
+        });
+        const ollama = new Ollama({ host: server.url });
+        await assert.rejects(ollama.embed({ model: "maple", input: "x" }), (error: Error & { status_code?: number }) => error.status_code === 400 && /chat model/.test(error.message));
+        const chat = await server.post("/v1/chat/completions", { model: "embed", messages: [{ role: "user", content: "hi" }] });
+        assert.equal(chat.status, 400);
+        assert.match((await chat.json() as WireError).error.message, /'embed' is an embedding model/);
+    });
+});
+
+describe("a bound of one loaded chat model", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    before(async () => {
+        server = await startTestServer({
+            model: "maple=synthetic:maple-tiny", models: "qwen=synthetic:qwen3-tiny", parallel: 1, maxLoadedModels: 1, pinDefaultModel: false
+        });
+    });
+    after(async () => server.close());
+
+    const statuses = async (): Promise<Record<string, string>> => Object.fromEntries((await listModels(server)).map((model) => [model.id, model.status]));
+
+    it("loads the one asked for, unloading the other in between, and never cuts a request in flight", async () => {
+        assert.deepEqual(await statuses(), { maple: "loaded", qwen: "unloaded" });
+        // A long streamed answer from maple is under way when qwen is asked for: qwen waits for it to end.
+        const long = `${"word ".repeat(60)}end`;
+        const stream = await server.client.completions.create({ model: "maple", prompt: "x", max_tokens: 200, stream: true, grammar: exact(long) } as never) as unknown as AsyncIterable<{ choices: { text: string }[] }>;
+        const iterator = stream[Symbol.asyncIterator]();
+        let streamed = (await iterator.next()).value?.choices[0]?.text ?? "";
+        const qwen = complete(server, "qwen", "qwen served");
+        qwen.catch(() => undefined);
+        for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) streamed += next.value.choices[0]?.text ?? "";
+        assert.equal(streamed, long, "the request in flight ran to its end");
+        assert.equal((await qwen).choices[0]!.text, "qwen served");
+        assert.deepEqual(await statuses(), { maple: "unloaded", qwen: "loaded" });
+
+        for (const [model, other] of [["maple", "qwen"], ["qwen", "maple"], ["maple", "qwen"]] as const) {
+            assert.equal((await complete(server, model, `${model} again`)).choices[0]!.text, `${model} again`);
+            const now = await statuses();
+            assert.equal(now[model], "loaded");
+            assert.equal(now[other], "unloaded");
+        }
+    });
+});
