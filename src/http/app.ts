@@ -125,18 +125,25 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
     }
 
     const metrics = new MapleMetrics({
+        // Totals over the chat models loaded (one model: its own figures, as before).
         readLoad: () => {
-            const state = host.state;
-            if (state.status !== "ready") return undefined;
-            const { engine, scheduler } = state;
-            return {
-                running: scheduler.active,
-                waiting: scheduler.queueDepth,
-                kvCellsInUse: scheduler.leasedSlots.reduce((cells, slot) => cells + engine.slotKvCells(slot), 0),
-                kvCellsTotal: engine.runtime.slots * engine.runtime.contextSize
-            };
+            const loaded = models.all.flatMap((entry) => (entry.chat.state.status === "ready" ? [entry.chat.state] : []));
+            if (loaded.length === 0) return undefined;
+            return loaded.reduce((total, { engine, scheduler }) => ({
+                running: total.running + scheduler.active,
+                waiting: total.waiting + scheduler.queueDepth,
+                kvCellsInUse: total.kvCellsInUse + scheduler.leasedSlots.reduce((cells, slot) => cells + engine.slotKvCells(slot), 0),
+                kvCellsTotal: total.kvCellsTotal + engine.runtime.slots * engine.runtime.contextSize
+            }), { running: 0, waiting: 0, kvCellsInUse: 0, kvCellsTotal: 0 });
         },
-        readPromptCache: () => (host.state.status === "ready" ? host.state.engine.promptCacheReport() : undefined)
+        readPromptCache: () => (host.state.status === "ready" ? host.state.engine.promptCacheReport() : undefined),
+        readModels: () => models.all.map((entry) => {
+            const chat = entry.chat.state.status === "ready" ? entry.chat.state.scheduler : undefined;
+            return {
+                model: entry.id, loaded: entry.host.state.status === "ready", memoryBytes: entry.memoryBytes, inFlight: entry.inFlight,
+                running: chat?.active ?? 0, waiting: chat?.queueDepth ?? 0
+            };
+        })
     });
     // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
     app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));
@@ -172,11 +179,13 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
         async chatModel(reply, requested, signal) {
             const use = await models.use(requested, "chat", signal);
             holdUntilDone(reply, use.release);
+            metrics.countModelRequest(use.entry.id);
             return { model: use.model, modelId: use.modelId };
         },
         async embeddingModel(reply, requested, signal) {
             const use = await models.use(requested, "embedding", signal);
             holdUntilDone(reply, use.release);
+            metrics.countModelRequest(use.entry.id);
             return { model: use.model, modelId: use.modelId };
         },
         generationOptions(request, signal) {

@@ -15,7 +15,20 @@ export interface SchedulerLoad {
     kvCellsTotal: number;
 }
 
+/** One served model at scrape time, for the series with a `model` label. */
+export interface ModelLoad {
+    model: string;
+    loaded: boolean;
+    memoryBytes: number;
+    /** Requests holding the model (routed to it, response not ended). */
+    inFlight: number;
+    running: number;
+    waiting: number;
+}
+
 export interface MapleMetricsOptions {
+    /** Read at every scrape: each served model (several with --model given more than once). */
+    readModels?(): ModelLoad[];
     /** Read at every scrape; undefined while no model is ready (both gauges then read 0). */
     readLoad(): SchedulerLoad | undefined;
     /** Read at every scrape: the prompt cache's cumulative counts, undefined while no model is ready or the cache is off. */
@@ -50,6 +63,7 @@ export class MapleMetrics {
     private readonly interTokenLatency: Histogram;
     private readonly e2eLatency: Histogram;
     private readonly queueTime: Histogram;
+    private readonly modelRequests: Counter<"model">;
 
     constructor(options: MapleMetricsOptions) {
         const registers = [this.registry];
@@ -100,6 +114,10 @@ export class MapleMetrics {
             name: "maple:request_queue_time_seconds", help: "Time a request waited for a slot.", buckets: requestLatencyBuckets, registers
         });
         this.registerPromptCache(options);
+        this.modelRequests = new Counter({
+            name: "maple:model_requests_total", help: "Requests routed to each model (generations, tokenize, embeddings), by model.", labelNames: ["model"] as const, registers
+        });
+        this.registerModels(options);
         collectDefaultMetrics({ register: this.registry, prefix: "maple_" });
     }
 
@@ -164,6 +182,33 @@ export class MapleMetrics {
                 for (const seconds of read()?.takeRestoreSeconds() ?? []) this.observe(seconds);
             }
         });
+    }
+
+    /**
+     * Per-model series, labelled `model`: whether it is loaded, its memory, and its requests. The
+     * families above stay unlabelled totals over every model, so dashboards made for one model hold.
+     */
+    private registerModels(options: MapleMetricsOptions): void {
+        const registers = [this.registry];
+        const gauge = (name: string, help: string, pick: (load: ModelLoad) => number): void => {
+            new Gauge({
+                name, help, labelNames: ["model"] as const, registers,
+                collect() {
+                    this.reset();
+                    for (const load of options.readModels?.() ?? []) this.set({ model: load.model }, pick(load));
+                }
+            });
+        };
+        gauge("maple:model_loaded", "1 while the model is loaded, else 0, by model.", (load) => (load.loaded ? 1 : 0));
+        gauge("maple:model_memory_bytes", "Weights + KV cache of the loaded model (estimated at load), by model.", (load) => load.memoryBytes);
+        gauge("maple:model_requests_in_flight", "Requests holding the model (it is not unloaded under them), by model.", (load) => load.inFlight);
+        gauge("maple:model_requests_running", "Requests generating on the model's slots, by model.", (load) => load.running);
+        gauge("maple:model_requests_waiting", "Requests waiting in the model's queue, by model.", (load) => load.waiting);
+    }
+
+    /** Counts a request routed to `model`. */
+    countModelRequest(model: string): void {
+        this.modelRequests.inc({ model });
     }
 
     /** The exposition's Content-Type (`text/plain; version=0.0.4; charset=utf-8`). */
