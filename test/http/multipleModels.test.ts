@@ -2,8 +2,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { BadRequestError } from "openai";
 import { Ollama } from "ollama";
+import { readModelFileFacts } from "../../src/engine/modelFileFacts.js";
+import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { exact } from "../helpers/grammar.js";
-import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, testModelsDir, type TestServer, type WireError } from "../helpers/testServer.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 interface ListedModel {
     id: string;
@@ -172,5 +175,66 @@ describe("a bound of one loaded chat model", { timeout: 300_000 }, () => {
             assert.equal(now[model], "loaded");
             assert.equal(now[other], "unloaded");
         }
+    });
+});
+
+describe("loading on demand within the memory bound", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    let memoryOf: Record<string, number>;
+    before(async () => {
+        // Each model's weights + KV as the registry computes them: a bound that holds either one, never both.
+        const layout = { contextSize: 1024, slots: 1, batchSize: 512 };
+        const paths = await Promise.all(["maple-tiny", "qwen3-tiny"].map((name) => ensureSyntheticModel(name, testModelsDir)));
+        const [maple, qwen] = await Promise.all(paths.map((path) => readModelFileFacts(path, layout)));
+        memoryOf = { maple: maple!.memoryBytes, qwen: qwen!.memoryBytes };
+        const boundMiB = Math.ceil(Math.max(maple!.memoryBytes, qwen!.memoryBytes) / (1 << 20)) + 1;
+        assert.ok(boundMiB * (1 << 20) < maple!.memoryBytes + qwen!.memoryBytes, "the bound holds one model, not two");
+        server = await startTestServer({
+            model: "maple=synthetic:maple-tiny", parallel: 1, loadOnDemand: true, maxModelMemoryMiB: boundMiB, pinDefaultModel: false
+        });
+    });
+    after(async () => server.close());
+
+    const statuses = async (): Promise<Record<string, string>> => Object.fromEntries((await listModels(server)).map((model) => [model.id, model.status]));
+
+    it("loads a model of the models directory when a request names it, unloading the idle one it would not fit beside", async () => {
+        assert.deepEqual(Object.keys(await statuses()), ["maple"], "only the listed model, before any request names another");
+        const qwen = await complete(server, "qwen3-tiny", "loaded on demand");
+        assert.equal(qwen.choices[0]!.text, "loaded on demand");
+        assert.equal(qwen.model, "qwen3-tiny");
+        const health = await (await server.request("/health")).json() as { models: { id: string; memory_bytes: number }[] };
+        assert.deepEqual(health.models.map((model) => model.id), ["maple", "qwen3-tiny"]);
+        assert.deepEqual(await statuses(), { maple: "unloaded", "qwen3-tiny": "loaded" }, "maple had to go for qwen3-tiny to fit");
+        assert.equal(health.models.find((model) => model.id === "qwen3-tiny")!.memory_bytes, memoryOf["qwen"]);
+        const again = await complete(server, "maple", "maple reloaded");
+        assert.equal(again.choices[0]!.text, "maple reloaded");
+        assert.deepEqual(await statuses(), { maple: "loaded", "qwen3-tiny": "unloaded" });
+        const metrics = await (await server.request("/metrics")).text();
+        assert.match(metrics, /maple:model_requests_total\{model="qwen3-tiny"\} 1/);
+        assert.match(metrics, /maple:model_requests_total\{model="maple"\} 1/);
+    });
+
+    it("answers a name the models directory does not hold with the default", async () => {
+        const other = await complete(server, "no-such-model", "the default");
+        assert.equal(other.choices[0]!.text, "the default");
+        assert.ok(!(await listModels(server)).some((model) => model.id === "no-such-model"));
+    });
+});
+
+describe("the keep-alive", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    before(async () => {
+        server = await startTestServer({ model: "maple=synthetic:maple-tiny", parallel: 1, pinDefaultModel: false, keepAliveSeconds: 0 });
+    });
+    after(async () => server.close());
+
+    const status = async (): Promise<string | undefined> => (await listModels(server))[0]?.status;
+
+    it("unloads an idle model once its keep-alive is over, and a request loads it again", async () => {
+        await waitFor(async () => ((await status()) === "unloaded" ? true : undefined), "the idle model to be unloaded");
+        assert.equal((await complete(server, "maple", "back again")).choices[0]!.text, "back again");
+        await waitFor(async () => ((await status()) === "unloaded" ? true : undefined), "the model to be unloaded again once idle");
+        const health = await server.request("/health");
+        assert.equal(health.status, 200, "an unloaded default model is not a failed one");
     });
 });
