@@ -8,7 +8,7 @@ export interface ServedModelSpec {
 }
 
 /** `alias=spec`: an alias is a plain name (no `/`, `=` or spaces), so a path or an hf: reference is never read as one. */
-const aliasPattern = /^([A-Za-z0-9][A-Za-z0-9._:-]*)=(.+)$/;
+const aliasPattern = /^([A-Za-z0-9][A-Za-z0-9._:-]*)=(.*)$/;
 
 /**
  * The models a server serves, in order (the first is the default): `--model` given several times
