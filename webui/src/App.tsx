@@ -1,6 +1,6 @@
 import type { JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import { fetchHealth, fetchModels, type Health } from "./api.js";
+import { fetchHealth, fetchModels, type Health, type ModelInfo } from "./api.js";
 import { Composer } from "./components/Composer.js";
 import { Icon, type IconName } from "./components/icons.js";
 import { SettingsDialog } from "./components/SettingsDialog.js";
@@ -19,6 +19,8 @@ import {
 interface ServerInfo {
     health?: Health;
     modelId?: string;
+    /** The chat models served (several with --model given more than once): the picker lists them. */
+    chatModels?: ModelInfo[];
     contextSize?: number;
     /** /health could not be reached. */
     offline?: boolean;
@@ -95,11 +97,16 @@ export function App(): JSX.Element {
     useEffect(() => {
         if (healthStatus !== "ok") return;
         // /v1/models needs the key when the server has one; /health already named the model.
-        fetchModels(apiKey).then(([model]) => {
-            if (model !== undefined) setServer((info) => ({ ...info, modelId: model.id, contextSize: model.max_model_len ?? info.contextSize }));
+        fetchModels(apiKey).then((models) => {
+            const chatModels = models.filter((model) => model.purpose !== "embedding");
+            const [model] = chatModels;
+            if (model !== undefined) setServer((info) => ({ ...info, modelId: model.id, chatModels, contextSize: model.max_model_len ?? info.contextSize }));
         }, () => undefined);
     }, [healthStatus, apiKey]);
 
+    // The chat model the user picked (several served); undefined: the server's default.
+    const [pickedModel, setPickedModel] = useState<string | undefined>(undefined);
+    const pickedInfo = server.chatModels?.find((model) => model.id === pickedModel);
     const current = conversations.find((conversation) => conversation.id === currentId);
     const liveHere = live !== null && live.conversationId === currentId ? live : undefined;
 
@@ -128,7 +135,7 @@ export function App(): JSX.Element {
         stickToBottom.current = true;
         let frame: number | undefined;
         let latest: Progress | undefined;
-        const body = chatRequestBody(conversation.turns, settings, server.modelId ?? server.health?.model, extra.fields);
+        const body = chatRequestBody(conversation.turns, settings, pickedModel ?? server.modelId ?? server.health?.model, extra.fields);
         const turn = await generateReply({
             body, apiKey: key, signal: abort.signal,
             onUpdate(progress) {
@@ -227,7 +234,13 @@ export function App(): JSX.Element {
                         onClick={() => setSidebarOpen(true)}><Icon name="menu" /></button>
                     <div class="model" title="From /v1/models and /health">
                         <span class={`status-dot ${server.offline ? "offline" : server.health?.status ?? "unknown"}`} aria-hidden="true" />
-                        <span class="model-line">{serverLine(server)}</span>
+                        <span class="model-line">{serverLine(pickedModel === undefined ? server : { ...server, modelId: pickedModel, contextSize: pickedInfo?.max_model_len })}</span>
+                        {(server.chatModels?.length ?? 0) > 1 && (
+                            <select class="model-picker" aria-label="Model" value={pickedModel ?? server.modelId}
+                                onChange={(event) => setPickedModel((event.target as HTMLSelectElement).value)}>
+                                {server.chatModels?.map((model) => <option key={model.id} value={model.id}>{model.id}{model.loaded === false ? " (not loaded)" : ""}</option>)}
+                            </select>
+                        )}
                     </div>
                     <button type="button" class="icon-button" aria-label={`Theme: ${theme} (change)`} title={`Theme: ${theme}`}
                         onClick={() => {

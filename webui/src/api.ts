@@ -32,6 +32,9 @@ export interface Health {
 export interface ModelInfo {
     id: string;
     max_model_len?: number;
+    /** "chat" or "embedding"; null before the server has read the model's file. */
+    purpose?: string | null;
+    loaded?: boolean;
 }
 
 export interface Usage {
