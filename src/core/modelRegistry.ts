@@ -32,6 +32,8 @@ export class ModelEntry {
     /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
     atStartup = false;
     keepAliveTimer: NodeJS.Timeout | undefined;
+    /** The keep-alive the last request asked for (Ollama's `keep_alive`): ms, null for good; undefined: the server's. */
+    keepAliveMs: number | null | undefined;
 
     constructor(readonly id: string, readonly spec: string | undefined, readonly pinned: boolean) {}
 
@@ -179,10 +181,12 @@ export class ModelRegistry {
      * queue timeout, else 503 model_loading), and holds it until `release`. A model of the other
      * purpose is a 400 that says what to serve instead.
      */
-    async use(requested: string | undefined, purpose: "chat", signal: AbortSignal): Promise<ModelUse<ReadyModel>>;
-    async use(requested: string | undefined, purpose: "embedding", signal: AbortSignal): Promise<ModelUse<ReadyEmbeddingModel>>;
-    async use(requested: string | undefined, purpose: ModelPurpose, signal: AbortSignal): Promise<ModelUse<ReadyModel | ReadyEmbeddingModel>> {
+    async use(requested: string | undefined, purpose: "chat", signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyModel>>;
+    async use(requested: string | undefined, purpose: "embedding", signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyEmbeddingModel>>;
+    async use(requested: string | undefined, purpose: ModelPurpose, signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyModel | ReadyEmbeddingModel>> {
         const entry = await this.route(requested);
+        // As Ollama: the request's keep_alive holds for the model from now on.
+        if (keepAliveMs !== undefined) entry.keepAliveMs = keepAliveMs;
         entry.inFlight += 1;
         this.stopKeepAlive(entry);
         let released = false;
@@ -313,7 +317,7 @@ export class ModelRegistry {
     }
 
     private startKeepAlive(entry: ModelEntry): void {
-        const keepAliveMs = this.options.keepAliveMs;
+        const keepAliveMs = entry.keepAliveMs === undefined ? this.options.keepAliveMs : entry.keepAliveMs ?? undefined;
         if (keepAliveMs === undefined || entry.pinned || entry.inFlight > 0 || !entry.loaded) return;
         this.stopKeepAlive(entry);
         entry.keepAliveTimer = setTimeout(() => {

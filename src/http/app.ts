@@ -176,14 +176,14 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             }
             return requested ?? models.default.id;
         },
-        async chatModel(reply, requested, signal) {
-            const use = await models.use(requested, "chat", signal);
+        async chatModel(reply, requested, signal, keepAliveMs) {
+            const use = await models.use(requested, "chat", signal, keepAliveMs);
             holdUntilDone(reply, use.release);
             metrics.countModelRequest(use.entry.id);
             return { model: use.model, modelId: use.modelId };
         },
-        async embeddingModel(reply, requested, signal) {
-            const use = await models.use(requested, "embedding", signal);
+        async embeddingModel(reply, requested, signal, keepAliveMs) {
+            const use = await models.use(requested, "embedding", signal, keepAliveMs);
             holdUntilDone(reply, use.release);
             metrics.countModelRequest(use.entry.id);
             return { model: use.model, modelId: use.modelId };

@@ -14,7 +14,7 @@ const think = z.union([z.boolean(), z.enum(["low", "medium", "high", "max"])], {
     errorMap: () => ({ message: "think must be a boolean or one of \"low\", \"medium\", \"high\", \"max\"" })
 });
 
-/** `keep_alive`: a duration ("5m") or seconds. Accepted; Maple keeps its one model loaded for good. */
+/** `keep_alive`: a duration ("5m") or seconds: how long the model stays loaded once idle (ollama/keepAlive.ts reads it). */
 const keepAlive = z.union([z.string(), z.number()]);
 
 /** The fields `/api/chat` and `/api/generate` share. */

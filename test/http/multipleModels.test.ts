@@ -176,6 +176,18 @@ describe("a bound of one loaded chat model", { timeout: 300_000 }, () => {
             assert.equal(now[other], "unloaded");
         }
     });
+
+    it("takes Ollama's keep_alive: a load-only request with keep_alive 0 loads the model, then unloads it once idle", async () => {
+        const ollama = new Ollama({ host: server.url });
+        const loaded = await ollama.generate({ model: "qwen", prompt: "", keep_alive: 0, stream: false });
+        assert.equal(loaded.done_reason, "load");
+        await waitFor(async () => {
+            const now = await statuses();
+            return now["qwen"] === "unloaded" && now["maple"] === "unloaded" ? true : undefined;
+        }, "qwen to be unloaded once idle, as keep_alive 0 asks");
+        await assert.rejects(ollama.generate({ model: "qwen", prompt: "x", keep_alive: "soon", stream: false }),
+            (error: Error & { status_code?: number }) => error.status_code === 400 && /keep_alive/.test(error.message));
+    });
 });
 
 describe("loading on demand within the memory bound", { timeout: 300_000 }, () => {

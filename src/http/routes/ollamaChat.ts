@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { startChatGeneration } from "../../core/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
+import { ollamaKeepAliveMs } from "../../ollama/keepAlive.js";
 import { parseOllamaChatRequest } from "../../ollama/chatRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
@@ -15,7 +16,7 @@ export function ollamaChatRoute(app: FastifyInstance, context: RouteContext): vo
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseOllamaChatRequest(request.body, request.headers, context.samplingDefaults);
-        const { model } = await context.chatModel(reply, chat.model, cancellation.signal);
+        const { model } = await context.chatModel(reply, chat.model, cancellation.signal, ollamaKeepAliveMs(request.body));
         const identity = { model: chat.model, api: "chat" as const };
         if (chat.loadOnly) return loadedChunk(identity);
         const generation = await startChatGeneration(model, chat,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { InvalidRequestError } from "../../errors.js";
 import { parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingRequest, type OllamaEmbedRequest } from "../../ollama/embedRequest.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
+import { ollamaKeepAliveMs } from "../../ollama/keepAlive.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -21,7 +22,7 @@ export function ollamaEmbedRoute(app: FastifyInstance, context: RouteContext): v
         const startedAt = performance.now();
         const named = namedModel(body);
         const parsed = named === undefined ? parse(body) : undefined;
-        const { model } = await context.embeddingModel(reply, named ?? parsed?.model, signal);
+        const { model } = await context.embeddingModel(reply, named ?? parsed?.model, signal, ollamaKeepAliveMs(body));
         const loadedAt = performance.now();
         const request = parsed ?? parse(body);
         const { embedder } = model;

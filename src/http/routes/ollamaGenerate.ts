@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { startChatGeneration, startCompletionGeneration } from "../../core/index.js";
 import { ollamaErrorFormat } from "../../ollama/errorFormat.js";
+import { ollamaKeepAliveMs } from "../../ollama/keepAlive.js";
 import { parseOllamaGenerateRequest } from "../../ollama/generateRequest.js";
 import { answerGeneration } from "../../ollama/ndjsonStream.js";
 import { loadedChunk, OllamaChunkWriter } from "../../ollama/responseChunks.js";
@@ -15,7 +16,7 @@ export function ollamaGenerateRoute(app: FastifyInstance, context: RouteContext)
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const generate = parseOllamaGenerateRequest(request.body, request.headers, context.samplingDefaults);
-        const { model } = await context.chatModel(reply, generate.model, cancellation.signal);
+        const { model } = await context.chatModel(reply, generate.model, cancellation.signal, ollamaKeepAliveMs(request.body));
         const identity = { model: generate.model, api: "generate" as const };
         if (generate.loadOnly) return loadedChunk(identity);
         const options = timings.observe({ ...context.generationOptions(request, cancellation.signal), promptParam: "prompt" });

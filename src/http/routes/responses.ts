@@ -62,14 +62,13 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
     });
 
     /** Reads a request into the core's: the stored turns it continues, then its own. */
-    const prepare = async (body: unknown, headers: RequestHeaders): Promise<{ parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest }> => {
+    const prepare = async (body: unknown, headers: RequestHeaders): Promise<{ parsed: ResponsesRequest; history: ChatMessage[]; chat: ChatGenerationRequest }> => {
         const referenced = new Map<string, Record<string, unknown>>();
         for (const id of referencedItemIds(body)) {
             const item = await store.item(id);
             if (item !== undefined) referenced.set(id, item);
         }
         const parsed = parseResponsesRequest(body, headers, context.samplingDefaults, (id) => referenced.get(id));
-        const modelId = context.checkModel(parsed.model);
         let earlier: ChatMessage[] = [];
         if (parsed.previousResponseId !== undefined) {
             const previous = await store.get(parsed.previousResponseId);
@@ -80,14 +79,14 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
             earlier = previous.conversation;
         }
         const { history, messages } = conversationOf(parsed, earlier);
-        return { parsed, modelId, history, chat: { ...parsed, messages } };
+        return { parsed, history, chat: { ...parsed, messages } };
     };
 
     app.post("/v1/responses", async (request, reply) => {
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const { parsed, modelId, history, chat } = await prepare(request.body, request.headers);
-        const { model } = await context.chatModel(reply, parsed.model, cancellation.signal);
+        const { parsed, history, chat } = await prepare(request.body, request.headers);
+        const { model, modelId } = await context.chatModel(reply, parsed.model, cancellation.signal);
         // Refused before any generation: a response that could not be stored would be lost.
         if (parsed.store) store.requireAvailable();
         const cancel = new AbortController();

@@ -30,10 +30,11 @@ export interface RouteContext {
      * The chat model a request names (else the default), loaded, held until the response ends
      * (so it is never unloaded under it), with the id to echo. 503 model_loading while it loads
      * past the queue timeout; 400 for an embedding model; 404 under MAPLE_STRICT_MODEL.
+     * `keepAliveMs`: Ollama's `keep_alive` for the model (null: for good).
      */
-    chatModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal): Promise<{ model: ReadyModel; modelId: string }>;
+    chatModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal, keepAliveMs?: number | null): Promise<{ model: ReadyModel; modelId: string }>;
     /** The same for an embedding model: a chat model is a 400 that says what to serve instead. */
-    embeddingModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal): Promise<{ model: ReadyEmbeddingModel; modelId: string }>;
+    embeddingModel(reply: FastifyReply, requested: string | undefined, signal: AbortSignal, keepAliveMs?: number | null): Promise<{ model: ReadyEmbeddingModel; modelId: string }>;
     /**
      * How a generation route runs its request through the core: `signal` (the request's
      * cancellation), the prompt limit, the metrics observers, and MAPLE_LOG_PROMPTS' debug line.
