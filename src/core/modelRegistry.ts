@@ -5,6 +5,14 @@ import { InvalidRequestError, ModelLoadingError, NotFoundError, ServerError } fr
 import { servedModelName } from "../ollama/modelName.js";
 import { ModelHost, type ReadyModel } from "./modelHost.js";
 
+/** A listed model that does not fit beside the ones loaded at start: left unloaded until a request names it. */
+export class NoRoomAtStartError extends Error {
+    constructor(id: string) {
+        super(`'${id}' is not loaded at start: it does not fit beside the models loaded (MAPLE_MAX_MODEL_MEMORY); a request naming it loads it`);
+        this.name = "NoRoomAtStartError";
+    }
+}
+
 /** A loaded embedding model as /v1/embeddings and /api/embed serve it. */
 export interface ReadyEmbeddingModel {
     embedder: EmbeddingEngine;
@@ -31,6 +39,8 @@ export class ModelEntry {
     unload: (() => Promise<void>) | undefined;
     /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
     atStartup = false;
+    /** A listed model other than the default loading at start: it loads only if it fits beside the others, unloading none. */
+    startupExtra = false;
     keepAliveTimer: NodeJS.Timeout | undefined;
     /** The keep-alive the last request asked for (Ollama's `keep_alive`): ms, null for good; undefined: the server's. */
     keepAliveMs: number | null | undefined;
@@ -133,7 +143,18 @@ export class ModelRegistry {
         });
         let chain = loadingDefault.catch(() => undefined);
         for (const entry of rest.slice(0, Math.max(0, this.options.maxLoaded - 1))) {
-            chain = chain.then(() => this.ensureLoading(entry)).catch(() => undefined);
+            chain = chain.then(() => {
+                entry.startupExtra = true;
+                return this.ensureLoading(entry);
+            }).catch((error: unknown) => {
+                // No room at start: it stays unloaded, and loads when a request names it.
+                if (error instanceof NoRoomAtStartError) {
+                    entry.loading = undefined;
+                    entry.host.setUnloaded();
+                }
+            }).finally(() => {
+                entry.startupExtra = false;
+            });
         }
         this.startedLoads = chain;
         return loadingDefault;
@@ -290,6 +311,7 @@ export class ModelRegistry {
             const memory = loaded.reduce((sum, entry) => sum + entry.memoryBytes, 0);
             return loaded.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || loaded.length === 0);
         };
+        if (loading.startupExtra && !fits()) throw new NoRoomAtStartError(loading.id);
         while (!fits()) {
             const idle = this.entries
                 .filter((entry) => entry !== loading && entry.loaded && entry.inFlight === 0 && !entry.pinned)

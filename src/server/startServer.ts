@@ -12,7 +12,7 @@ import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";
 import { listStoredModels } from "../models/modelStore.js";
 import { modelNameOf, servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
-import { ModelRegistry, type ModelLoader } from "../core/modelRegistry.js";
+import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
 import { chatMlFallbackTemplate } from "../chatFormat/template.js";
@@ -218,6 +218,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 entry.host.setFailed(error as Error);
                 // A bad model spec is the user's mistake: one clear line, no stack trace.
                 if (error instanceof ModelSpecError) logger.error(error.message);
+                else if (error instanceof NoRoomAtStartError) logger.info(error.message);
                 else if (!signal.aborted) logger.error({ err: error, model: entry.id }, "the model failed to load");
                 throw error;
             }

@@ -202,25 +202,26 @@ describe("loading on demand within the memory bound", { timeout: 300_000 }, () =
         const boundMiB = Math.ceil(Math.max(maple!.memoryBytes, qwen!.memoryBytes) / (1 << 20)) + 1;
         assert.ok(boundMiB * (1 << 20) < maple!.memoryBytes + qwen!.memoryBytes, "the bound holds one model, not two");
         server = await startTestServer({
-            model: "maple=synthetic:maple-tiny", parallel: 1, loadOnDemand: true, maxModelMemoryMiB: boundMiB, pinDefaultModel: false
+            model: "maple=synthetic:maple-tiny", models: "listed=synthetic:qwen3-tiny", parallel: 1, loadOnDemand: true, maxModelMemoryMiB: boundMiB, pinDefaultModel: false
         });
+        await server.models.whenStarted();
     });
     after(async () => server.close());
 
     const statuses = async (): Promise<Record<string, string>> => Object.fromEntries((await listModels(server)).map((model) => [model.id, model.status]));
 
     it("loads a model of the models directory when a request names it, unloading the idle one it would not fit beside", async () => {
-        assert.deepEqual(Object.keys(await statuses()), ["maple"], "only the listed model, before any request names another");
+        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded" }, "the listed models only; the second does not fit beside the first at start");
         const qwen = await complete(server, "qwen3-tiny", "loaded on demand");
         assert.equal(qwen.choices[0]!.text, "loaded on demand");
         assert.equal(qwen.model, "qwen3-tiny");
         const health = await (await server.request("/health")).json() as { models: { id: string; memory_bytes: number }[] };
-        assert.deepEqual(health.models.map((model) => model.id), ["maple", "qwen3-tiny"]);
-        assert.deepEqual(await statuses(), { maple: "unloaded", "qwen3-tiny": "loaded" }, "maple had to go for qwen3-tiny to fit");
+        assert.deepEqual(health.models.map((model) => model.id), ["maple", "listed", "qwen3-tiny"]);
+        assert.deepEqual(await statuses(), { maple: "unloaded", listed: "unloaded", "qwen3-tiny": "loaded" }, "maple had to go for qwen3-tiny to fit");
         assert.equal(health.models.find((model) => model.id === "qwen3-tiny")!.memory_bytes, memoryOf["qwen"]);
         const again = await complete(server, "maple", "maple reloaded");
         assert.equal(again.choices[0]!.text, "maple reloaded");
-        assert.deepEqual(await statuses(), { maple: "loaded", "qwen3-tiny": "unloaded" });
+        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded", "qwen3-tiny": "unloaded" });
         const metrics = await (await server.request("/metrics")).text();
         assert.match(metrics, /maple:model_requests_total\{model="qwen3-tiny"\} 1/);
         assert.match(metrics, /maple:model_requests_total\{model="maple"\} 1/);
