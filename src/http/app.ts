@@ -21,6 +21,7 @@ import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 import { serveUnprefixedAliases } from "./unprefixedAliases.js";
 import { webUiPaths, webUiRoute } from "./routes/webUi.js";
+import { keepAttributionBlocks } from "../anthropic/attributionBlocks.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -133,6 +134,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));
     app.addHook("onClose", async () => metrics.clear());
 
+    keepAttributionBlocks(config.keepBillingHeader);
     const context: RouteContext = {
         config,
         host,
