@@ -193,13 +193,14 @@ class LlamaEngine implements Engine {
         return { text, bytes: bytes ?? [...Buffer.from(text, "utf8")] };
     }
 
-    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number> {
+    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
+        preambleTokens?: number): Promise<number> {
         const sequence = this.store.sequence(source);
         const prompt = promptTokens as Token[];
-        const cached = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix);
+        const { cached, held } = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix, preambleTokens);
         // The last prompt token is each generation's own first step: its logits are sampled.
         const shared = prompt.length - 1;
-        if (shared > cached) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(cached, shared));
+        if (shared > held) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(held, shared));
         for (const target of targets) {
             const targetSequence = this.store.sequence(target);
             // Already holds it (the same prompt again): its generation erases whatever follows.
@@ -230,10 +231,10 @@ class LlamaEngine implements Engine {
     async startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
-        const cachedPromptTokens = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix);
+        const { cached: cachedPromptTokens, held } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);
         const generation = decodeLoop({
-            slot, sequence, model: this.llamaModel, input: prompt.slice(cachedPromptTokens),
-            sampling: this.sampling.forRequest(request, prompt, cachedPromptTokens),
+            slot, sequence, model: this.llamaModel, input: prompt.slice(held),
+            sampling: this.sampling.forRequest(request, prompt, held),
             maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier, costs: this.costs
         });
         return { cachedPromptTokens, tokens: () => generation };

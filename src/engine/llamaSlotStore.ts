@@ -1,4 +1,4 @@
-import type { LlamaContextSequence } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { SlotStore } from "./slotCache/slotStore.js";
 import { loadSequenceState, saveSequenceState } from "./sequenceStateFile.js";
 import type { StepBarrier } from "./stepBarrier.js";
@@ -37,6 +37,10 @@ export class LlamaSlotStore implements SlotStore {
     load(slot: number, file: string): Promise<readonly number[]> {
         const sequence = this.sequence(slot);
         return this.barrier.exclusive(() => loadSequenceState(sequence, file));
+    }
+
+    async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
+        if (tokens.length > 0) await this.sequence(slot).evaluateWithoutGeneratingNewTokens(tokens as Token[]);
     }
 
     async erase(slot: number, start: number): Promise<void> {

@@ -107,6 +107,13 @@ export interface GenerationRequest {
      * a sliding-window model, see nextTurnSharedCharacters): where its slot's state is saved.
      */
     nextTurnPrefix?: number;
+    /**
+     * How many leading prompt tokens are a preamble other sessions start with too: the system or
+     * developer messages and the tools, before the first user turn (see preambleCharacters). With
+     * a prompt cache, the state where it ends is saved (once per distinct preamble) as the prompt
+     * is evaluated, so a later session restores it and evaluates only its own part.
+     */
+    preambleTokens?: number;
 }
 
 /**
@@ -153,6 +160,9 @@ export interface PromptCacheReport {
     restores: Record<PromptCacheTier, number>;
     restoredTokens: number;
     evictions: Record<PromptCacheTier, number>;
+    /** Of the saves and restores, those of a shared preamble's state (see GenerationRequest.preambleTokens). */
+    preambleSaves: Record<PromptCacheTier, number>;
+    preambleRestores: Record<PromptCacheTier, number>;
     /** Entries found unusable (another model's, corrupted, refused by llama.cpp), never loaded. */
     ignored: Record<PromptCacheTier, number>;
     bytes: Record<PromptCacheTier, number>;
@@ -192,9 +202,10 @@ export interface Engine {
      * `source` (reusing what that slot caches) and copies that state into each of `targets`, so
      * each slot's generation has only the last prompt token left to evaluate. A slot whose copy
      * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
-     * had cached before (the request's cached tokens). `nextTurnPrefix`: as GenerationRequest's.
+     * had cached before (the request's cached tokens). `nextTurnPrefix`, `preambleTokens`: as GenerationRequest's.
      */
-    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number>;
+    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
+        preambleTokens?: number): Promise<number>;
     /**
      * The slot of `freeSlots` (least recently used first, at least one) that `promptTokens` should
      * go to: the prompt-cache policy's choice (see SlotCachePolicy). An empty prompt asks for the

@@ -42,6 +42,8 @@ export class SlotCachePolicy {
      * and restores in turn).
      */
     private readonly pendingSaves = new Map<Promise<void>, readonly number[]>();
+    /** The preambles being evaluated and saved (see preambleKey): a request arriving meanwhile does not save its own copy. */
+    private readonly preamblesSaving = new Set<string>();
 
     constructor(private readonly options: SlotCachePolicyOptions) {
         this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
@@ -70,13 +72,18 @@ export class SlotCachePolicy {
     }
 
     /**
-     * Readies a slot for a prompt and returns how many prompt tokens need no evaluation: saves
-     * what the slot holds when most of it is about to be erased and no entry holds it yet,
-     * restores the saved state sharing the longest prefix when it beats the slot's own, then
-     * erases whatever follows the shared prefix. At least one prompt token is always evaluated
-     * again, since sampling needs the logits of the prompt's last position.
+     * Readies a slot for a prompt: saves what the slot holds when most of it is about to be
+     * erased and no entry holds it yet, restores the saved state sharing the longest prefix when
+     * it beats the slot's own, then erases whatever follows the shared prefix. With a `preamble`
+     * (the prompt's first tokens that other sessions start with too, see GenerationRequest) that
+     * no entry holds, it evaluates the prompt up to the preamble's end and saves that state, so
+     * later sessions restore it (see savePreamble). Returns `cached`, the prompt tokens reused
+     * without evaluation (what usage reports), and `held`, the prompt tokens the slot holds now
+     * (its generation evaluates the rest). At least one prompt token is always evaluated again,
+     * since sampling needs the logits of the prompt's last position.
      */
-    async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): Promise<number> {
+    async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
+        preamble?: number): Promise<{ cached: number; held: number }> {
         const { store, cache } = this.options;
         const memory = this.memoryOf(slot);
         const limit = prompt.length - 1;
@@ -104,7 +111,11 @@ export class SlotCachePolicy {
         const shared = sharedPrefixLength(store.tokens(slot), prompt, limit);
         if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
         // The store holds fewer when the KV cells could not be removed: those are evaluated again.
-        return Math.min(shared, store.tokenCount(slot));
+        const cached = Math.min(shared, store.tokenCount(slot));
+        if (cache !== undefined && preamble !== undefined && this.preambleWanted(prompt, cached, preamble, cache)) {
+            return { cached, held: await this.savePreamble(slot, prompt, cached, preamble, cache) };
+        }
+        return { cached, held: cached };
     }
 
     /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
@@ -180,9 +191,53 @@ export class SlotCachePolicy {
         }
     }
 
+    /**
+     * Whether to evaluate the prompt in two pieces and save the state where its preamble ends:
+     * the slot does not hold the preamble yet (it is evaluated anyway, the save is the only
+     * cost), it leaves at least one prompt token to evaluate, no entry serves it whole (one entry
+     * per distinct preamble) nor is being saved, and the save pays by today's rule (worthSaving).
+     */
+    private preambleWanted(prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): boolean {
+        if (preamble >= prompt.length || preamble - cached < minimumSavedTokens) return false;
+        const held = cache.longestMatch(prompt, preamble, undefined)?.shared ?? 0;
+        if (held >= preamble || this.preamblesSaving.has(preambleKey(prompt, preamble))) return false;
+        return worthSaving(preamble - Math.max(held, cached), preamble, this.saveToPrefillRatio());
+    }
+
+    /** Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no conversation's), and returns the tokens the slot holds. */
+    private async savePreamble(slot: number, prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): Promise<number> {
+        const { store, costs } = this.options;
+        const memory = this.memoryOf(slot);
+        const name = preambleKey(prompt, preamble);
+        this.preamblesSaving.add(name);
+        try {
+            const prefillEnded = costs.startPrefill(preamble - cached);
+            try {
+                await store.evaluate(slot, prompt.slice(cached, preamble));
+            } finally {
+                prefillEnded();
+            }
+            if (store.tokenCount(slot) !== preamble) return Math.min(store.tokenCount(slot), sharedPrefixLength(store.tokens(slot), prompt, preamble));
+            const entry = await cache.save(prompt.slice(0, preamble), undefined, async (file) => {
+                const { bytes, milliseconds } = await store.save(slot, file);
+                costs.noteSave(preamble, milliseconds);
+                return bytes;
+            }, { preamble: true }).catch(() => undefined);
+            if (entry !== undefined) memory.saved = entry;
+            return preamble;
+        } finally {
+            this.preamblesSaving.delete(name);
+        }
+    }
+
     private memoryOf(slot: number): SlotMemory {
         const memory = this.memory[slot];
         if (memory === undefined) throw new RangeError(`no slot ${slot}`);
         return memory;
     }
+}
+
+/** A preamble's identity among those being saved: its length and tokens. */
+function preambleKey(prompt: readonly number[], preamble: number): string {
+    return prompt.slice(0, preamble).join(",");
 }

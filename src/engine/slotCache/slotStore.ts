@@ -17,6 +17,8 @@ export interface SlotStore {
      * then holds. On a failure the slot is left empty and the error thrown.
      */
     load(slot: number, file: string): Promise<readonly number[]>;
+    /** Evaluates `tokens` after what the slot holds, generating nothing (a prompt's preamble, before its state is saved). */
+    evaluate(slot: number, tokens: readonly number[]): Promise<void>;
     /** Erases the slot's tokens from position `start` on (the slot then holds fewer when the cells could not be removed). */
     erase(slot: number, start: number): Promise<void>;
     /**
