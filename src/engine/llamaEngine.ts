@@ -6,6 +6,7 @@ import type {
 import { decodeLoop } from "./decodeLoop.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
+import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
@@ -111,6 +112,8 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             onEvent: (event) => report.record(event)
         });
         const loadSeconds = (performance.now() - startedAt) / 1000;
+        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
+        const kvBytes = kvCacheBytes((model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {}, slotContextSize, context.batchSize);
         return new LlamaEngine(llama, model, context, sequences, cache, report, await describeModel(model, options.modelPath), {
             device: llama.gpu === false ? "cpu" : llama.gpu,
             threads: options.threads,
@@ -119,6 +122,9 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             batchSize: context.batchSize,
             attention: context.flashAttention === true ? "flash attention (llama.cpp)" : "standard attention (llama.cpp)",
             loadSeconds: Math.round(loadSeconds * 100) / 100,
+            // The context runs the full sliding-window cache (swaFullCache above).
+            kvBytesPerSlot: kvBytes.full,
+            kvBytesPerSlotWindowed: kvBytes.windowed,
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
                 + `${llama.gpu === false ? "cpu" : llama.gpu}`

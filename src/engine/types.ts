@@ -38,6 +38,10 @@ export interface RuntimeInfo {
     batchSize: number;
     attention: string;
     loadSeconds: number;
+    /** Bytes of one slot's KV cache as allocated (every layer holds every token: the full sliding-window cache); see kvCacheBytes. */
+    kvBytesPerSlot: number;
+    /** What one slot would take with the windowed sliding-window cache (the same as kvBytesPerSlot for a model without sliding-window layers). */
+    kvBytesPerSlotWindowed: number;
     engineVersion: string;
     /**
      * What computes the tokens, beyond the version: the llama.cpp release, whether its binary was

@@ -128,7 +128,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         host.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
         const summary = {
             model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
-            contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
+            contextSize: engine.runtime.contextSize, kvBytesPerSlot: engine.runtime.kvBytesPerSlot, slots: engine.runtime.slots, threads: engine.runtime.threads,
             device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
         };
         if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");

@@ -110,7 +110,9 @@ describe("prompt cache for a chat on maple-tiny (sliding window)", () => {
         ((await (await server.post("/tokenize", { messages, add_generation_prompt: true })).json()) as { tokens: number[] }).tokens;
 
     it("restores a returning conversation up to where its next prompt leaves the last one (before the pre-filled <think>)", async () => {
-        const first = [system("rivers"), { role: "user", content: "How long is the Nile?" }];
+        // A question long enough (16 tokens or more past the system prompt, whose own state is saved
+        // as the shared preamble) that the conversation's state is worth saving too.
+        const first = [system("rivers"), { role: "user", content: "How long is the Nile? Give its length in kilometres and in miles, and name the countries it flows through." }];
         await chat(first);
         // Another conversation takes the only slot: the first one's state is saved.
         await chat([system("mountains"), { role: "user", content: "How high is Everest?" }]);
