@@ -46,6 +46,8 @@ export interface MapleConfig {
     cacheRamMiB: number | undefined;
     cacheDir: string | undefined;
     cacheDiskMiB: number;
+    /** Sliding-window layers keep every token (the full cache) instead of their window and checkpoints. */
+    swaFull: boolean;
     /** Keep Claude Code's attribution system block (src/anthropic/attributionBlocks.ts) in the prompt. */
     keepBillingHeader: boolean;
     /** Serve the built-in web chat at / (default true). */
@@ -216,6 +218,9 @@ export const settings = [
         defaultText: "none (no disk tier)", help: "Prompt cache on disk, kept across restarts (entries keyed by the model file)", parse: nonEmpty }),
     define({ key: "cacheDiskMiB", flag: "cache-disk", env: "MAPLE_CACHE_DISK", valueName: "MIB", defaultValue: () => 8192,
         help: "Bound of the disk prompt cache in MAPLE_CACHE_DIR (0 disables it)", parse: integer(0, 1 << 30) }),
+    define({ key: "swaFull", flag: "swa-full", env: "MAPLE_SWA_FULL", valueName: "BOOL", defaultValue: () => false,
+        help: "Sliding-window models: keep every token's cells in the sliding-window layers (more memory) instead of their window, with checkpoints where prompts are cut back",
+        parse: boolean }),
     define({ key: "keepBillingHeader", flag: "keep-billing-header", env: "MAPLE_KEEP_BILLING_HEADER", valueName: "BOOL", defaultValue: () => false,
         help: "Keep Claude Code's per-session x-anthropic-billing-header system block in the prompt (off: left out, so sessions share their cached preamble)",
         parse: boolean }),

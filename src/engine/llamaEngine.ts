@@ -36,6 +36,11 @@ export interface LlamaEngineOptions {
     onLog?: (level: "warn" | "error", message: string) => void;
     /** Saved slot states beyond the slots (see docs/prompt-cache.md); none when absent. */
     promptCache?: PromptCacheSettings;
+    /**
+     * Sliding-window layers keep every token (llama.cpp's `swa_full`), as before issue 29; default
+     * false: the windowed cache, with context checkpoints where prompts are cut back (MAPLE_SWA_FULL).
+     */
+    swaFullCache?: boolean;
 }
 
 export interface PromptCacheSettings {
@@ -58,6 +63,9 @@ const samplingErrorPatchApplied: boolean = readFileSync(
 
 /** node-llama-cpp's package.json is not in its exports map: read it beside its entry point (dist/index.js). */
 const engineVersion: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.resolve("node-llama-cpp")), "utf8")) as { version: string }).version;
+
+/** Checkpoints a windowed slot keeps (node-llama-cpp's `checkpoints.max`): its preamble and its last turn boundaries. */
+const maximumCheckpoints = 4;
 
 /** Loads a GGUF model into llama.cpp through node-llama-cpp and runs generations on its slots. */
 export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engine> {
@@ -86,6 +94,8 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         loadSignal: options.signal
     });
     try {
+        const slidingWindow = slidingWindowOf(model);
+        const swaFullCache = options.swaFullCache === true || slidingWindow === 0;
         const requestedContextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
         const context = await model.createContext({
             sequences: options.slots,
@@ -93,28 +103,36 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             contextSize: requestedContextSize,
             batchSize: Math.min(options.batchSize, requestedContextSize * options.slots),
             threads: { ideal: options.threads, min: options.threads },
-            // Prefix reuse needs the whole KV history of sliding-window layers too.
-            swaFullCache: true,
+            // Windowed (the default): a sliding-window layer keeps its window and a batch; prefixes are
+            // reused exactly through checkpoints and saved states (see WindowedSequence).
+            swaFullCache,
             // llama.cpp's own tools default to flash attention where supported (llama-bench: auto);
             // node-llama-cpp defaults it off, which cost prefill speed (measured on maple-preview).
             flashAttention: model.flashAttentionSupported,
             createSignal: options.signal
         });
-        const sequences = Array.from({ length: options.slots }, () => context.getSequence());
+        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
+        const attention = (model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {};
+        const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
+        // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
+        const checkpointBytesPerSlot = swaFullCache ? 0 : maximumCheckpoints * (kvBytes.windowed - kvBytes.globalBytesPerToken * requestedContextSize);
+        const sequences = Array.from({ length: options.slots }, () => context.getSequence(swaFullCache ? {} : {
+            checkpoints: { max: maximumCheckpoints, interval: false, maxMemory: checkpointBytesPerSlot }
+        }));
         // What each slot got (node-llama-cpp may pad the context): the one figure for the slot size.
         const slotContextSize = sequences[0]?.contextSize ?? requestedContextSize;
         const report = new CacheReport();
         const cache = options.promptCache === undefined ? undefined : await PromptCache.open({
             ...options.promptCache,
-            identity: await modelIdentity(options.modelPath, { contextSize: slotContextSize, flashAttention: context.flashAttention, swaFullCache: true, engineVersion }),
+            // The slots' checkpoints count inside the host-memory bound.
+            ramBytes: Math.max(0, options.promptCache.ramBytes - options.slots * checkpointBytesPerSlot),
+            identity: await modelIdentity(options.modelPath, { contextSize: slotContextSize, flashAttention: context.flashAttention, swaFullCache, engineVersion }),
             maxTokens: slotContextSize,
-            slidingWindow: slidingWindowOf(model),
+            slidingWindow,
             onEvent: (event) => report.record(event)
         });
         const loadSeconds = (performance.now() - startedAt) / 1000;
-        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
-        const kvBytes = kvCacheBytes((model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {}, slotContextSize, context.batchSize);
-        return new LlamaEngine(llama, model, context, sequences, cache, report, await describeModel(model, options.modelPath), {
+        return new LlamaEngine(llama, model, context, sequences, swaFullCache ? 0 : slidingWindow, cache, report, await describeModel(model, options.modelPath), {
             device: llama.gpu === false ? "cpu" : llama.gpu,
             threads: options.threads,
             contextSize: slotContextSize,
@@ -122,9 +140,11 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             batchSize: context.batchSize,
             attention: context.flashAttention === true ? "flash attention (llama.cpp)" : "standard attention (llama.cpp)",
             loadSeconds: Math.round(loadSeconds * 100) / 100,
-            // The context runs the full sliding-window cache (swaFullCache above).
-            kvBytesPerSlot: kvBytes.full,
+            kvBytesPerSlot: swaFullCache ? kvBytes.full : kvBytes.windowed,
+            kvBytesPerSlotFull: kvBytes.full,
             kvBytesPerSlotWindowed: kvBytes.windowed,
+            slidingWindowCache: slidingWindow === 0 ? "none" : swaFullCache ? "full" : "windowed",
+            checkpointBytesPerSlot,
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
                 + `${llama.gpu === false ? "cpu" : llama.gpu}`
@@ -153,12 +173,13 @@ class LlamaEngine implements Engine {
         private readonly llamaModel: LlamaModel,
         private readonly context: LlamaContext,
         sequences: readonly LlamaContextSequence[],
+        windowedSlidingWindow: number,
         private readonly cache: PromptCache | undefined,
         private readonly cacheReport: CacheReport,
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {
-        this.store = new LlamaSlotStore(sequences, this.barrier);
+        this.store = new LlamaSlotStore(sequences, this.barrier, windowedSlidingWindow);
         this.policy = new SlotCachePolicy({ store: this.store, cache, slidingWindow: model.slidingWindow, costs: this.costs });
         this.grammars = new GrammarCache(llama);
         this.sampling = new SamplingAdapters(llamaModel, model.vocabularySize);

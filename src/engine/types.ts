@@ -38,10 +38,15 @@ export interface RuntimeInfo {
     batchSize: number;
     attention: string;
     loadSeconds: number;
-    /** Bytes of one slot's KV cache as allocated (every layer holds every token: the full sliding-window cache); see kvCacheBytes. */
+    /** Bytes of one slot's KV cache as allocated (see kvCacheBytes), with the sliding-window cache in use. */
     kvBytesPerSlot: number;
-    /** What one slot would take with the windowed sliding-window cache (the same as kvBytesPerSlot for a model without sliding-window layers). */
+    /** One slot with the full sliding-window cache (every layer holds every token), and with the windowed one. */
+    kvBytesPerSlotFull: number;
     kvBytesPerSlotWindowed: number;
+    /** How sliding-window layers keep their cells: "none" without such layers; "windowed" unless MAPLE_SWA_FULL. */
+    slidingWindowCache: "none" | "full" | "windowed";
+    /** The most a slot's context checkpoints hold (counted inside the host-memory prompt cache's bound). */
+    checkpointBytesPerSlot: number;
     engineVersion: string;
     /**
      * What computes the tokens, beyond the version: the llama.cpp release, whether its binary was

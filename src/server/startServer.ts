@@ -117,6 +117,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
             slots: config.parallel,
             batchSize: config.batchSize,
             promptCache: promptCacheSettings(config, (await stat(model.path)).size),
+            swaFullCache: config.swaFull,
             signal,
             onLoadProgress: (fraction) => {
                 host.setLoading("loading", fraction);
@@ -128,7 +129,7 @@ async function loadModel(config: MapleConfig, host: ModelHost, logger: Logger, s
         host.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
         const summary = {
             model: model.source, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
-            contextSize: engine.runtime.contextSize, kvBytesPerSlot: engine.runtime.kvBytesPerSlot, slots: engine.runtime.slots, threads: engine.runtime.threads,
+            contextSize: engine.runtime.contextSize, kvBytesPerSlot: engine.runtime.kvBytesPerSlot, slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
             device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
         };
         if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");

@@ -29,8 +29,8 @@ describe("KV bytes per slot", () => {
     });
 
     it("the full cache holds every layer's cells for every token of the slot", () => {
-        assert.equal(maple.runtime.kvBytesPerSlot, 4 * bytesPerLayerToken * maple.runtime.contextSize);
-        assert.equal(qwen.runtime.kvBytesPerSlot, 4 * bytesPerLayerToken * qwen.runtime.contextSize);
+        assert.equal(maple.runtime.kvBytesPerSlotFull, 4 * bytesPerLayerToken * maple.runtime.contextSize);
+        assert.equal(qwen.runtime.kvBytesPerSlotFull, 4 * bytesPerLayerToken * qwen.runtime.contextSize);
     });
 
     it("the windowed cache is well under it: the global layer's cells, and the sliding layers' window and a batch", () => {
@@ -38,11 +38,15 @@ describe("KV bytes per slot", () => {
         // Window 128 + a batch of 512 + 1, padded to 256 cells.
         const windowCells = 768;
         assert.equal(maple.runtime.kvBytesPerSlotWindowed, bytesPerLayerToken * (context + 3 * windowCells));
-        const ratio = maple.runtime.kvBytesPerSlotWindowed / maple.runtime.kvBytesPerSlot;
+        // The windowed cache is the default: what the engine allocates.
+        assert.equal(maple.runtime.slidingWindowCache, "windowed");
+        assert.equal(maple.runtime.kvBytesPerSlot, maple.runtime.kvBytesPerSlotWindowed);
+        const ratio = maple.runtime.kvBytesPerSlotWindowed / maple.runtime.kvBytesPerSlotFull;
         assert.equal(ratio, (context + 3 * windowCells) / (4 * context));
         assert.ok(ratio < 0.4, `windowed / full = ${ratio}`);
         // No sliding-window layers: nothing to window.
-        assert.equal(qwen.runtime.kvBytesPerSlotWindowed, qwen.runtime.kvBytesPerSlot);
+        assert.equal(qwen.runtime.kvBytesPerSlotWindowed, qwen.runtime.kvBytesPerSlotFull);
+        assert.equal(qwen.runtime.slidingWindowCache, "none");
     });
 
     it("at a long context the ratio tends to the global layers' share (1 of 4)", () => {

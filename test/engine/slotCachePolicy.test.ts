@@ -38,6 +38,10 @@ class FakeSlotStore implements SlotStore {
         return this.tokens(slot);
     }
 
+    reusable(_slot: number, shared: number): number {
+        return shared;
+    }
+
     async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
         await Promise.resolve();
         this.held[slot]!.push(...tokens);

@@ -88,7 +88,7 @@ export class SlotCachePolicy {
         const memory = this.memoryOf(slot);
         const limit = prompt.length - 1;
         if (cache !== undefined) {
-            const kept = sharedPrefixLength(store.tokens(slot), prompt, limit);
+            const kept = this.reusablePrefix(slot, prompt, limit);
             const held = store.tokenCount(slot);
             const worth = worthSaving(held - this.savedLength(slot), held, this.saveToPrefillRatio());
             // Started before anything is awaited, so that the request wanting it finds it pending.
@@ -107,15 +107,45 @@ export class SlotCachePolicy {
             }
         }
         memory.key = key;
-        memory.turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
-        const shared = sharedPrefixLength(store.tokens(slot), prompt, limit);
+        const turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
+        memory.turnPrefix = turnPrefix;
+        const shared = this.reusablePrefix(slot, prompt, limit);
         if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
         // The store holds fewer when the KV cells could not be removed: those are evaluated again.
         const cached = Math.min(shared, store.tokenCount(slot));
+        let held = cached;
         if (cache !== undefined && preamble !== undefined && this.preambleWanted(prompt, cached, preamble, cache)) {
-            return { cached, held: await this.savePreamble(slot, prompt, cached, preamble, cache) };
+            held = await this.savePreamble(slot, prompt, cached, preamble, cache);
+        } else if (store.checkpoint !== undefined && preamble !== undefined && preamble > held && preamble < turnPrefix) {
+            held = await this.evaluateTo(slot, prompt, held, preamble);
         }
-        return { cached, held: cached };
+        // A windowed slot is cut back exactly only where a checkpoint is: keep one where the next turn leaves this prompt.
+        if (store.checkpoint !== undefined && turnPrefix > held && turnPrefix <= limit) held = await this.evaluateTo(slot, prompt, held, turnPrefix);
+        return { cached, held };
+    }
+
+    /**
+     * Evaluates the prompt from `from` (what the slot holds) to `to`, keeps a checkpoint there
+     * when the store takes them (the windowed sliding-window cache), and returns the prompt
+     * tokens the slot then holds.
+     */
+    private async evaluateTo(slot: number, prompt: readonly number[], from: number, to: number): Promise<number> {
+        const { store, costs } = this.options;
+        const prefillEnded = costs.startPrefill(to - from);
+        try {
+            await store.evaluate(slot, prompt.slice(from, to));
+        } finally {
+            prefillEnded();
+        }
+        const held = Math.min(store.tokenCount(slot), sharedPrefixLength(store.tokens(slot), prompt, to));
+        if (held === to) await store.checkpoint?.(slot);
+        return held;
+    }
+
+    /** How many of the prompt's first `limit` tokens the slot holds and can be cut back to exactly (see SlotStore.reusable). */
+    private reusablePrefix(slot: number, prompt: readonly number[], limit: number): number {
+        const { store } = this.options;
+        return store.reusable(slot, sharedPrefixLength(store.tokens(slot), prompt, limit));
     }
 
     /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
@@ -133,7 +163,7 @@ export class SlotCachePolicy {
     }
 
     private cachedPrefixLength(slot: number, prompt: readonly number[]): number {
-        return sharedPrefixLength(this.options.store.tokens(slot), prompt, prompt.length);
+        return this.reusablePrefix(slot, prompt, prompt.length);
     }
 
     /** What starting `prompt` in `slot` loses, in tokens' worth (see cacheRules' reuseCost). */
@@ -178,12 +208,14 @@ export class SlotCachePolicy {
             });
         const held = store.tokenCount(slot);
         const turnStart = memory.turnPrefix ?? 0;
-        const plan = savePlan(held, keep, turnStart, this.options.slidingWindow);
+        const planned = savePlan(held, keep, turnStart, this.options.slidingWindow);
+        // A windowed slot goes back to its turn start only where a checkpoint or its cells serve it exactly.
+        const plan = planned.atTurnStart && store.reusable(slot, turnStart) !== turnStart ? { whole: true, atTurnStart: false } : planned;
         try {
             if (plan.whole) memory.saved = await save();
             if (plan.atTurnStart) {
                 await store.erase(slot, turnStart);
-                memory.saved = await save();
+                if (store.tokenCount(slot) === turnStart) memory.saved = await save();
             }
         } catch {
             // A save that fails (a full tmpfs) costs only the re-evaluation it would have spared.
@@ -211,13 +243,8 @@ export class SlotCachePolicy {
         const name = preambleKey(prompt, preamble);
         this.preamblesSaving.add(name);
         try {
-            const prefillEnded = costs.startPrefill(preamble - cached);
-            try {
-                await store.evaluate(slot, prompt.slice(cached, preamble));
-            } finally {
-                prefillEnded();
-            }
-            if (store.tokenCount(slot) !== preamble) return Math.min(store.tokenCount(slot), sharedPrefixLength(store.tokens(slot), prompt, preamble));
+            const held = await this.evaluateTo(slot, prompt, cached, preamble);
+            if (held !== preamble) return held;
             const entry = await cache.save(prompt.slice(0, preamble), undefined, async (file) => {
                 const { bytes, milliseconds } = await store.save(slot, file);
                 costs.noteSave(preamble, milliseconds);

@@ -22,8 +22,14 @@ export interface SlotStore {
     /** Erases the slot's tokens from position `start` on (the slot then holds fewer when the cells could not be removed). */
     erase(slot: number, start: number): Promise<void>;
     /**
-     * Sliding-window checkpoints (next issue): a state of the slot's first `tokens` tokens kept
-     * beside it, to be restored after a cut. No store implements it yet and the policy never calls it.
+     * The most of its first `shared` tokens the slot can be cut back to exactly (erase from
+     * there): all of them, except with a sliding-window model's windowed cache, where only cuts
+     * its cells or a checkpoint serve are exact (see WindowedSequence).
      */
-    checkpoint?(slot: number, tokens: number, file: string): Promise<{ bytes: number }>;
+    reusable(slot: number, shared: number): number;
+    /**
+     * With the windowed sliding-window cache only: keeps a checkpoint of the slot as it is now,
+     * so it can later be cut back to here exactly (a prompt's preamble end, its turn boundary).
+     */
+    checkpoint?(slot: number): Promise<void>;
 }
