@@ -6,6 +6,7 @@ import type {
 import { decodeLoop } from "./decodeLoop.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
+import { fitContextSize } from "./contextFit.js";
 import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
@@ -23,8 +24,14 @@ export interface LlamaEngineOptions {
     modelPath: string;
     /** llama.cpp threads; never more than the cores the process may use (see README). */
     threads: number;
-    /** Context window of each slot, in tokens; capped at the model's training context. */
-    contextSize: number;
+    /**
+     * Context window of each slot, in tokens; capped at the model's training context. Undefined:
+     * chosen (see fitContextSize): the training context when the slots' KV caches fit in
+     * `kvBudgetBytes`, else the largest that does.
+     */
+    contextSize?: number;
+    /** Memory the slots' KV caches may take; an explicit contextSize that needs more is refused (ContextDoesNotFitError). Undefined: not bounded. */
+    kvBudgetBytes?: number;
     /** Sequences that generate at once in the one llama.cpp context. */
     slots: number;
     batchSize: number;
@@ -96,7 +103,17 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
     try {
         const slidingWindow = slidingWindowOf(model);
         const swaFullCache = options.swaFullCache === true || slidingWindow === 0;
-        const requestedContextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
+        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
+        const attention = (model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {};
+        const slotKvBytes = (size: number): number => {
+            const bytes = kvCacheBytes(attention, size, options.batchSize);
+            // The windowed cache's checkpoints take memory too (see maximumCheckpoints below).
+            return swaFullCache ? bytes.full : bytes.windowed + maximumCheckpoints * (bytes.windowed - bytes.globalBytesPerToken * size);
+        };
+        const fit = fitContextSize({
+            requested: options.contextSize, trainContextSize: model.trainContextSize, slots: options.slots, budgetBytes: options.kvBudgetBytes, kvBytesPerSlot: slotKvBytes
+        });
+        const requestedContextSize = fit.contextSize;
         const context = await model.createContext({
             sequences: options.slots,
             // node-llama-cpp's contextSize is per sequence: each slot gets its own window.
@@ -111,8 +128,6 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             flashAttention: model.flashAttentionSupported,
             createSignal: options.signal
         });
-        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
-        const attention = (model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {};
         const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
         // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
         const checkpointBytesPerSlot = swaFullCache ? 0 : maximumCheckpoints * (kvBytes.windowed - kvBytes.globalBytesPerToken * requestedContextSize);
@@ -144,6 +159,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             kvBytesPerSlotFull: kvBytes.full,
             kvBytesPerSlotWindowed: kvBytes.windowed,
             slidingWindowCache: slidingWindow === 0 ? "none" : swaFullCache ? "full" : "windowed",
+            contextReason: fit.reason,
             checkpointBytesPerSlot,
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `

@@ -45,6 +45,8 @@ export interface RuntimeInfo {
     kvBytesPerSlotWindowed: number;
     /** How sliding-window layers keep their cells: "none" without such layers; "windowed" unless MAPLE_SWA_FULL. */
     slidingWindowCache: "none" | "full" | "windowed";
+    /** Why each slot got `contextSize` tokens (the training context that fits, the largest that fits, or --context-size). */
+    contextReason: string;
     /** The most a slot's context checkpoints hold (counted inside the host-memory prompt cache's bound). */
     checkpointBytesPerSlot: number;
     engineVersion: string;
