@@ -305,9 +305,9 @@ function burstExchange(index: number, phase: string): Exchange {
     const chat = index % 4 < 2;
     return chat
         ? { label: `${phase} chat${stream ? " stream" : ""}`, path: "/v1/chat/completions",
-            body: { messages: [{ role: "user", content: `Client ${index}: say something.` }], max_tokens: maxTokens, stream } }
+                body: { messages: [{ role: "user", content: `Client ${index}: say something.` }], max_tokens: maxTokens, stream } }
         : { label: `${phase} completion${stream ? " stream" : ""}`, path: "/v1/completions",
-            body: { prompt: `Client ${index}: once upon a time`, max_tokens: maxTokens, stream } };
+                body: { prompt: `Client ${index}: once upon a time`, max_tokens: maxTokens, stream } };
 }
 
 /** A burst of simultaneous clients, with /health sampled while it runs. */
@@ -423,7 +423,7 @@ try {
     console.log(`    /health during the burst: peak queue_depth ${first.peakQueue}, peak active ${first.peakActive}`);
 
     // Slow clients run beside everything that follows: they must hold neither a slot nor the others up.
-    const slowHeaders = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;
+    const slowHeaders = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
     const slowBody = JSON.stringify({ prompt: "Slowly", max_tokens: 2 });
     const slowloris = Array.from({ length: 3 }, () => trickle(slowHeaders, slowlorisCutWithinMs + 10_000));
     const slowBodyStartedAt = performance.now();

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { parseArgs } from "node:util";
-import type { GenerationPart } from "../src/conversation/index.js";
+import type { GenerationPart } from "../src/core/index.js";
 import { defaultConfig } from "../src/config/settings.js";
 import { ChatChunkWriter } from "../src/openai/chatResponse.js";
 import { ResponseEventWriter } from "../src/responses/responseEvents.js";
@@ -96,7 +96,7 @@ async function chatRun(url: string, body: Record<string, unknown>): Promise<Timi
     const parsed = events(arrivals);
     const textAt = parsed.filter(({ data }) => {
         const delta = (data["choices"] as { delta?: Record<string, unknown> }[] | undefined)?.[0]?.delta;
-        return typeof delta?.["content"] === "string" && delta["content"] !== "" || typeof delta?.["reasoning_content"] === "string";
+        return (typeof delta?.["content"] === "string" && delta["content"] !== "") || typeof delta?.["reasoning_content"] === "string";
     }).map(({ at }) => at);
     const usage = parsed.at(-1)!.data["usage"] as { completion_tokens: number };
     return timing(textAt, usage.completion_tokens, arrivals.reduce((sum, arrival) => sum + arrival.data.length, 0));

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createServer } from "node:net";
+
+export { freePort } from "../test/helpers/freePort.js";
 
 export const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -27,17 +28,6 @@ export function median(values: readonly number[]): number {
 export function percentile(values: readonly number[], fraction: number): number {
     const sorted = [...values].sort((a, b) => a - b);
     return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? NaN;
-}
-
-export async function freePort(): Promise<number> {
-    const server = createServer();
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const address = server.address();
-    const port = typeof address === "object" && address !== null ? address.port : 0;
-    server.close();
-    await once(server, "close");
-    return port;
 }
 
 /** Runs a node script as a child and parses the JSON it prints last on stdout. */

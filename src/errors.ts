@@ -131,6 +131,17 @@ export class ShuttingDownError extends MapleError {
     }
 }
 
+/**
+ * The shared response store (MAPLE_RESPONSES_STORE, Redis) cannot be reached or did not confirm
+ * in time: a request that must store its response or read a stored one is refused (503, before
+ * any generation when the store is known to be down), never answered as if it were stored.
+ */
+export class StoreUnavailableError extends MapleError {
+    constructor(message = "The response store (MAPLE_RESPONSES_STORE) is unreachable; retry shortly, or send store: false without previous_response_id.", cause?: unknown) {
+        super("unavailable", message, { code: "store_unavailable", retryAfterSeconds: 2, cause });
+    }
+}
+
 export class ServerError extends MapleError {
     constructor(message = "The server had an error while processing your request.", cause?: unknown) {
         super("server", message, { cause });

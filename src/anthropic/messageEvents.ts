@@ -1,11 +1,40 @@
-import type { FinishPart, GenerationPart } from "../conversation/index.js";
-import { newId } from "../openai/ids.js";
+import type {
+    InputJSONDelta, Message, MessageDeltaUsage, OutputTokensDetails, RawContentBlockDeltaEvent, RawContentBlockStartEvent, RawContentBlockStopEvent,
+    RawMessageDeltaEvent, RawMessageStartEvent, RawMessageStopEvent, SignatureDelta, StopReason as SdkStopReason, TextBlock, TextDelta, ThinkingBlock,
+    ThinkingDelta, ToolUseBlock, Usage
+} from "@anthropic-ai/sdk/resources/messages";
+import { BlockTracker, type BlockStep } from "../wire/blockTracker.js";
+import type { FinishPart, GenerationPart } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
+import { newId } from "../wire/ids.js";
 import { thinkingSignature } from "./thinkingSignature.js";
+
+/**
+ * Messages' wire objects as Maple sends them, checked against `@anthropic-ai/sdk`'s own types.
+ * Maple leaves out what it never has (containers, diagnostics, server tools, citations, cache
+ * breakdowns, callers), and adds `output_tokens_details` to the streamed usage (the SDK has it
+ * on `MessageDeltaUsage` only).
+ */
+type SentUsage = Sent<Usage, "cache_creation" | "inference_geo" | "server_tool_use" | "service_tier" | "speed" | "output_tokens_details",
+    { output_tokens_details?: OutputTokensDetails }>;
+export type SentContentBlock = ThinkingBlock | Sent<TextBlock, "citations"> | Sent<ToolUseBlock, "caller" | "toolset_name">;
+export type SentMessage = Sent<Message, "container" | "diagnostics" | "stop_details", { content: SentContentBlock[]; usage: SentUsage }>;
+type SentDeltaUsage = Sent<MessageDeltaUsage, "server_tool_use", { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens_details: OutputTokensDetails }>;
+/** The events of a Messages stream, each with its data's `type` as its SSE `event:` name. */
+export type MessagesEventData =
+    | Sent<RawMessageStartEvent, never, { message: SentMessage }>
+    | Sent<RawContentBlockStartEvent, never, { content_block: SentContentBlock }>
+    | Sent<RawContentBlockDeltaEvent, never, { delta: ThinkingDelta | SignatureDelta | TextDelta | InputJSONDelta }>
+    | RawContentBlockStopEvent
+    | Sent<RawMessageDeltaEvent, never, { delta: Sent<RawMessageDeltaEvent.Delta, "container" | "stop_details">; usage: SentDeltaUsage }>
+    | RawMessageStopEvent
+    /** `ping` is in Anthropic's stream but not in the SDK's event union (its client skips it). */
+    | { type: "ping" };
 
 /** One server-sent event of a Messages stream: its `event:` name and its `data:` JSON. */
 export interface MessagesEvent {
-    event: string;
-    data: Record<string, unknown>;
+    event: MessagesEventData["type"];
+    data: MessagesEventData;
 }
 
 export interface MessageIdentity {
@@ -22,7 +51,8 @@ export interface PromptCounts {
     cachedTokens: number;
 }
 
-export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
+/** The stop reasons Maple gives (no refusals, pauses or server tools). */
+export type StopReason = Extract<SdkStopReason, "end_turn" | "max_tokens" | "stop_sequence" | "tool_use">;
 
 /** A fresh `msg_…` id. */
 export function newMessageId(): string {
@@ -34,7 +64,7 @@ export function newMessageId(): string {
  * `cache_read_input_tokens` those reused from the slot's prefix cache (their sum is the prompt).
  * Maple caches every evaluated token by itself, so nothing counts as a cache write.
  */
-function usage(counts: PromptCounts): Record<string, number> {
+function usage(counts: PromptCounts): { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number } {
     return {
         input_tokens: counts.promptTokens - counts.cachedTokens,
         cache_creation_input_tokens: 0,
@@ -49,122 +79,81 @@ export function stopReason(finish: Pick<FinishPart, "reason" | "matchedStop" | "
     return typeof finish.matchedStop === "string" ? "stop_sequence" : "end_turn";
 }
 
-type OpenBlock = { type: "thinking"; text: string } | { type: "text" };
+/** An event whose SSE name is its data's `type`. */
+function named(data: MessagesEventData): MessagesEvent {
+    return { event: data.type, data };
+}
 
 /**
  * Turns the generation core's parts into the events of Anthropic's Messages stream: content
- * blocks numbered from 0 in order, each `content_block_start`, its deltas, `content_block_stop`
- * (a thinking block ends with its `signature_delta`; a tool call is one `input_json_delta`
- * holding its whole input). Pure: no I/O. The non-streaming message is these same events folded
- * by `MessageBuilder`, so the two cannot drift apart.
+ * blocks numbered from 0 in order (the shared `BlockTracker` decides where each starts and
+ * ends), each `content_block_start`, its deltas, `content_block_stop` (a thinking block ends
+ * with its `signature_delta`; a tool call is one `input_json_delta` holding its whole input).
+ * Pure: no I/O. The non-streaming message is these same events folded by `MessageBuilder`, so
+ * the two cannot drift apart.
  */
 export class MessageEventWriter {
-    private nextIndex = 0;
-    private open: OpenBlock | undefined;
+    private readonly blocks = new BlockTracker();
 
     constructor(private readonly identity: MessageIdentity) {}
 
     /** `message_start`: the empty message, with the prompt's usage. */
     start(counts: PromptCounts): MessagesEvent[] {
         const { id, model } = this.identity;
-        return [{
-            event: "message_start",
-            data: {
-                type: "message_start",
-                message: {
-                    id, type: "message", role: "assistant", model, content: [],
-                    stop_reason: null, stop_sequence: null,
-                    usage: { ...usage(counts), output_tokens: 0 }
-                }
+        return [named({
+            type: "message_start",
+            message: {
+                id, type: "message", role: "assistant", model, content: [],
+                stop_reason: null, stop_sequence: null,
+                usage: { ...usage(counts), output_tokens: 0 }
             }
-        }];
+        })];
     }
 
     /** The events of one part (none for logprobs, which Anthropic's API has no place for). */
     part(part: GenerationPart): MessagesEvent[] {
-        const events: MessagesEvent[] = [];
-        switch (part.type) {
-            case "reasoning-delta":
-                this.thinking(part.text, events);
-                break;
-            case "text-delta":
-                this.text(part.text, events);
-                break;
-            case "tool-call":
-                this.toolUse(part, events);
-                break;
-            case "finish":
-                this.finish(part, events);
-                break;
-            case "logprobs":
-                break;
-        }
+        const events = this.blocks.step(part).flatMap((step) => this.blockEvents(step));
+        if (part.type === "finish") events.push(...this.finish(part));
         return events;
     }
 
-    /** Closes the open block; `message_delta` (stop reason, final usage) and `message_stop`. */
-    private finish(finish: FinishPart, events: MessagesEvent[]): void {
-        this.close(events);
+    private blockEvents(step: BlockStep): MessagesEvent[] {
+        const { index } = step;
+        switch (step.type) {
+            case "start":
+                return [named({ type: "content_block_start", index, content_block: step.kind === "reasoning" ? { type: "thinking", thinking: "", signature: "" } : { type: "text", text: "" } })];
+            case "delta":
+                if (step.kind === "reasoning") return this.identity.omitThinking ? [] : [named({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: step.text } })];
+                return [named({ type: "content_block_delta", index, delta: { type: "text_delta", text: step.text } })];
+            case "end":
+                return [
+                    ...(step.kind === "reasoning" ? [named({ type: "content_block_delta", index, delta: { type: "signature_delta", signature: thinkingSignature(step.text) } })] : []),
+                    named({ type: "content_block_stop", index })
+                ];
+            case "tool-call":
+                return [
+                    named({ type: "content_block_start", index, content_block: { type: "tool_use", id: newId("toolu", "_"), name: step.name, input: {} } }),
+                    named({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: step.arguments } }),
+                    named({ type: "content_block_stop", index })
+                ];
+        }
+    }
+
+    /** `message_delta` (stop reason, final usage) and `message_stop`, once the open block is closed. */
+    private finish(finish: FinishPart): MessagesEvent[] {
         const reason = stopReason(finish);
         const { usage: counts } = finish;
-        events.push({
-            event: "message_delta",
-            data: {
-                type: "message_delta",
-                delta: { stop_reason: reason, stop_sequence: reason === "stop_sequence" ? finish.matchedStop : null },
-                usage: { ...usage(counts), output_tokens: counts.completionTokens, output_tokens_details: { thinking_tokens: counts.reasoningTokens } }
-            }
-        }, { event: "message_stop", data: { type: "message_stop" } });
-    }
-
-    private thinking(text: string, events: MessagesEvent[]): void {
-        if (text === "") return;
-        if (this.open?.type !== "thinking") this.begin({ type: "thinking", text: "" }, { type: "thinking", thinking: "", signature: "" }, events);
-        const open = this.open as { type: "thinking"; text: string };
-        open.text += text;
-        if (!this.identity.omitThinking) this.delta({ type: "thinking_delta", thinking: text }, events);
-    }
-
-    private text(text: string, events: MessagesEvent[]): void {
-        if (text === "") return;
-        if (this.open?.type !== "text") this.begin({ type: "text" }, { type: "text", text: "" }, events);
-        this.delta({ type: "text_delta", text }, events);
-    }
-
-    private toolUse(call: Extract<GenerationPart, { type: "tool-call" }>, events: MessagesEvent[]): void {
-        this.close(events);
-        const index = this.nextIndex++;
-        events.push({
-            event: "content_block_start",
-            data: { type: "content_block_start", index, content_block: { type: "tool_use", id: newId("toolu", "_"), name: call.name, input: {} } }
-        }, {
-            event: "content_block_delta",
-            data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: call.arguments } }
-        }, { event: "content_block_stop", data: { type: "content_block_stop", index } });
-    }
-
-    private begin(block: OpenBlock, contentBlock: Record<string, unknown>, events: MessagesEvent[]): void {
-        this.close(events);
-        this.open = block;
-        events.push({ event: "content_block_start", data: { type: "content_block_start", index: this.nextIndex, content_block: contentBlock } });
-    }
-
-    private delta(delta: Record<string, unknown>, events: MessagesEvent[]): void {
-        events.push({ event: "content_block_delta", data: { type: "content_block_delta", index: this.nextIndex, delta } });
-    }
-
-    private close(events: MessagesEvent[]): void {
-        if (this.open === undefined) return;
-        if (this.open.type === "thinking") this.delta({ type: "signature_delta", signature: thinkingSignature(this.open.text) }, events);
-        events.push({ event: "content_block_stop", data: { type: "content_block_stop", index: this.nextIndex } });
-        this.open = undefined;
-        this.nextIndex += 1;
+        return [named({
+            type: "message_delta",
+            delta: { stop_reason: reason, stop_sequence: reason === "stop_sequence" ? finish.matchedStop as string : null },
+            usage: { ...usage(counts), output_tokens: counts.completionTokens, output_tokens_details: { thinking_tokens: counts.reasoningTokens } }
+        }), named({ type: "message_stop" })];
     }
 }
 
 /** `ping`: sent while the prompt is evaluated, so clients and proxies see the stream alive. */
 export function pingEvent(): MessagesEvent {
-    return { event: "ping", data: { type: "ping" } };
+    return named({ type: "ping" });
 }
 
 /**
@@ -172,8 +161,8 @@ export function pingEvent(): MessagesEvent {
  * (what the SDK's `finalMessage()` does on the client side).
  */
 export class MessageBuilder {
-    private message: Record<string, unknown> | undefined;
-    private readonly blocks: Record<string, unknown>[] = [];
+    private message: SentMessage | undefined;
+    private readonly blocks: SentContentBlock[] = [];
     private readonly toolInputs = new Map<number, string>();
 
     add(events: readonly MessagesEvent[]): void {
@@ -181,32 +170,32 @@ export class MessageBuilder {
     }
 
     /** The whole message; call after `message_stop`. */
-    build(): Record<string, unknown> {
+    build(): SentMessage {
         if (this.message === undefined) throw new Error("MessageBuilder.build called before message_start");
         return this.message;
     }
 
-    private apply(data: Record<string, unknown>): void {
-        switch (data["type"]) {
+    private apply(data: MessagesEventData): void {
+        switch (data.type) {
             case "message_start":
-                this.message = { ...(data["message"] as Record<string, unknown>), content: this.blocks };
+                this.message = { ...data.message, content: this.blocks };
                 break;
             case "content_block_start":
-                this.blocks[data["index"] as number] = { ...(data["content_block"] as Record<string, unknown>) };
+                this.blocks[data.index] = { ...data.content_block };
                 break;
             case "content_block_delta":
-                this.applyDelta(data["index"] as number, data["delta"] as Record<string, string>);
+                this.applyDelta(this.blocks[data.index]!, data.index, data.delta);
                 break;
             case "content_block_stop": {
-                const index = data["index"] as number;
-                const input = this.toolInputs.get(index);
-                if (input !== undefined) this.blocks[index]!["input"] = JSON.parse(input) as unknown;
+                const block = this.blocks[data.index]!;
+                const input = this.toolInputs.get(data.index);
+                if (input !== undefined && block.type === "tool_use") block.input = JSON.parse(input) as unknown;
                 break;
             }
             case "message_delta": {
                 const message = this.message!;
-                Object.assign(message, data["delta"] as Record<string, unknown>);
-                message["usage"] = { ...(message["usage"] as Record<string, unknown>), ...(data["usage"] as Record<string, unknown>) };
+                Object.assign(message, data.delta);
+                message.usage = { ...message.usage, ...data.usage };
                 break;
             }
             default:
@@ -214,23 +203,10 @@ export class MessageBuilder {
         }
     }
 
-    private applyDelta(index: number, delta: Record<string, string>): void {
-        const block = this.blocks[index]!;
-        switch (delta["type"]) {
-            case "thinking_delta":
-                block["thinking"] = String(block["thinking"]) + delta["thinking"];
-                break;
-            case "signature_delta":
-                block["signature"] = delta["signature"];
-                break;
-            case "text_delta":
-                block["text"] = String(block["text"]) + delta["text"];
-                break;
-            case "input_json_delta":
-                this.toolInputs.set(index, (this.toolInputs.get(index) ?? "") + delta["partial_json"]);
-                break;
-            default:
-                break;
-        }
+    private applyDelta(block: SentContentBlock, index: number, delta: Extract<MessagesEventData, { type: "content_block_delta" }>["delta"]): void {
+        if (delta.type === "thinking_delta" && block.type === "thinking") block.thinking += delta.thinking;
+        else if (delta.type === "signature_delta" && block.type === "thinking") block.signature = delta.signature;
+        else if (delta.type === "text_delta" && block.type === "text") block.text += delta.text;
+        else if (delta.type === "input_json_delta") this.toolInputs.set(index, (this.toolInputs.get(index) ?? "") + delta.partial_json);
     }
 }

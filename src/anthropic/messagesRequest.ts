@@ -1,10 +1,12 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
-import { maxStopStrings, resolveMaxTokens, samplingFields, toSamplingOptions, type SamplingDefaults } from "../openai/sampling.js";
-import { paramPath, parseWire } from "../openai/validation.js";
+import {
+    conversationKey, joinTextParts, maxStopStrings, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
+    samplingWire, selectTools, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules
+} from "../wire/index.js";
 import { thinkingFromSignature } from "./thinkingSignature.js";
 import { withoutAttributionBlocks } from "./attributionBlocks.js";
 
@@ -14,8 +16,6 @@ const content = z.union([z.string(), z.array(block)]);
 
 const wireMessage = z.object({ role: z.string(), content }).passthrough();
 
-const cacheControl = z.unknown().optional();
-const textBlock = z.object({ type: z.literal("text"), text: z.string(), cache_control: cacheControl }).passthrough();
 const thinkingBlock = z.object({ type: z.literal("thinking"), thinking: z.string(), signature: z.string().optional() }).passthrough();
 const redactedThinkingBlock = z.object({ type: z.literal("redacted_thinking"), data: z.string() }).passthrough();
 const toolUseBlock = z.object({
@@ -59,9 +59,8 @@ const wireThinking = z.discriminatedUnion("type", [
 
 const jsonOutputFormat = z.object({ type: z.literal("json_schema"), schema: z.record(z.unknown()) }).passthrough();
 
-const {
-    temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed, grammar, ignore_eos, logit_bias
-} = samplingFields;
+/** Text blocks are read; images and documents are refused by name (the model reads text only). */
+const textBlocks: TextPartRules = { textTypes: new Set(["text"]), noun: "Content blocks" };
 
 /** The body of `/v1/messages/count_tokens`: the conversation, tools and thinking, nothing about sampling. */
 const promptWire = z.object({
@@ -77,13 +76,13 @@ const promptWire = z.object({
     chat_template_kwargs: z.record(z.unknown()).nullish()
 });
 
-const messagesWire = promptWire.extend({
+const messagesWire = promptWire.merge(samplingWire).extend({
     max_tokens: z.number({ required_error: "max_tokens is required" }).int().min(1),
     stop_sequences: z.array(z.string().min(1, "stop sequences must not be empty"))
         .max(maxStopStrings, `at most ${maxStopStrings} stop sequences`).nullish(),
     stream: z.boolean().nullish(),
-    metadata: z.unknown().optional(),
-    temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed, grammar, ignore_eos, logit_bias
+    // Only `user_id` is read (the conversation key); the rest is the client's own.
+    metadata: z.unknown().optional()
 });
 
 /** What the template needs from a Messages request (all that count_tokens reads). */
@@ -98,7 +97,7 @@ export interface MessagesRequest extends ChatGenerationRequest, MessagesPrompt {
     omitThinking: boolean;
 }
 
-export function parseMessagesRequest(body: unknown, defaults: SamplingDefaults): MessagesRequest {
+export function parseMessagesRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults): MessagesRequest {
     const wire = parseWire(messagesWire, body);
     const prompt = toMessagesPrompt(wire);
     const thinking = wire.thinking ?? undefined;
@@ -107,9 +106,7 @@ export function parseMessagesRequest(body: unknown, defaults: SamplingDefaults):
         // Anthropic's rule: the thought is part of the output max_tokens bounds.
         throw new InvalidRequestError(`thinking.budget_tokens (${thinkingBudget}) must be less than max_tokens (${wire.max_tokens}).`, "thinking.budget_tokens");
     }
-    if (prompt.answer !== undefined && wire.grammar != null) {
-        throw new InvalidRequestError("grammar cannot be combined with output_config.format or tool_choice any/tool: both constrain the output.", "grammar");
-    }
+    refuseGrammarWithAnswer(prompt.answer, wire.grammar, "output_config.format or tool_choice any/tool");
     return {
         ...prompt,
         sampling: toSamplingOptions(wire, defaults),
@@ -121,8 +118,14 @@ export function parseMessagesRequest(body: unknown, defaults: SamplingDefaults):
         logprobs: undefined,
         includeReasoning: true,
         thinkingBudget,
-        omitThinking: thinking !== undefined && thinking.type !== "disabled" && thinking.display === "omitted"
+        omitThinking: thinking !== undefined && thinking.type !== "disabled" && thinking.display === "omitted",
+        // Anthropic's metadata.user_id stands for OpenAI's user: the same namespace.
+        cacheKey: conversationKey({ user: userId(wire.metadata) }, headers)
     };
+}
+
+function userId(metadata: unknown): unknown {
+    return typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>)["user_id"] : undefined;
 }
 
 /** A /v1/messages/count_tokens body: the prompt part of a Messages request. */
@@ -132,7 +135,7 @@ export function parseMessagesPrompt(body: unknown): MessagesPrompt {
 
 function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
     const { tools: offered, wireIndex } = toToolDefinitions(wire.tools ?? []);
-    const toolChoice = resolveToolChoice(wire.tool_choice ?? undefined, offered);
+    const { toolChoice, tools } = selectTools(offered, requestedToolChoice(wire.tool_choice ?? undefined), { param: "tool_choice", nameParam: "tool_choice.name", requiredWord: "any" });
     const format = wire.output_config?.format ?? wire.output_format ?? undefined;
     const formatParam = wire.output_config?.format != null ? "output_config.format.schema" : "output_format.schema";
     const json = format === undefined ? undefined : { schema: grammarSchema(format.schema, formatParam) };
@@ -141,7 +144,7 @@ function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
     return {
         model: wire.model ?? undefined,
         messages: [...(system === "" ? [] : [{ role: "system" as const, content: system }]), ...toChatMessages(wire.messages)],
-        tools: toolChoice.type === "none" ? [] : toolChoice.type === "function" ? offered.filter((tool) => tool.name === toolChoice.name) : offered,
+        tools,
         toolChoice,
         templateKwargs: { ...thinkingKwargs(wire.thinking ?? undefined), ...wire.chat_template_kwargs },
         answer: answerConstraint(json, toolChoice, offered, parallel, (index) => `tools[${wireIndex[index]}].input_schema`)
@@ -159,15 +162,14 @@ function thinkingKwargs(thinking: z.infer<typeof wireThinking> | undefined): Rec
 
 /** The tools shown to the model, each with its index in the request's `tools` (deferred ones are left out). */
 function toToolDefinitions(tools: z.infer<typeof wireTool>[]): { tools: ToolDefinition[]; wireIndex: number[] } {
-    const names = new Set<string>();
+    // Deferred tools too: a tool search can bring one into the conversation.
+    refuseDuplicateToolNames(tools.map((tool) => tool.name), (index) => `tools[${index}].name`);
     const wireIndex: number[] = [];
     const definitions = tools.flatMap((tool, index): ToolDefinition[] => {
         if (tool.type != null && tool.type !== "custom") {
             throw new InvalidRequestError(`Tools of type '${tool.type}' run on Anthropic's side; Maple serves custom tools (name, description, input_schema).`, `tools[${index}].type`);
         }
         if (tool.input_schema === undefined) throw new InvalidRequestError("A tool needs an 'input_schema'.", `tools[${index}].input_schema`);
-        if (names.has(tool.name)) throw new InvalidRequestError(`Two tools are named '${tool.name}'.`, `tools[${index}].name`);
-        names.add(tool.name);
         // Anthropic loads a deferred tool only once a tool search finds it: it is not in the model's context.
         if (tool.defer_loading === true) return [];
         wireIndex.push(index);
@@ -176,21 +178,12 @@ function toToolDefinitions(tools: z.infer<typeof wireTool>[]): { tools: ToolDefi
     return { tools: definitions, wireIndex };
 }
 
-function resolveToolChoice(choice: z.infer<typeof wireToolChoice> | undefined, offered: ToolDefinition[]): ToolChoice {
-    if (choice === undefined) return { type: offered.length > 0 ? "auto" : "none" };
+function requestedToolChoice(choice: z.infer<typeof wireToolChoice> | undefined): ToolChoice | undefined {
+    if (choice === undefined) return undefined;
     switch (choice.type) {
-        case "auto":
-            return { type: offered.length > 0 ? "auto" : "none" };
-        case "none":
-            return { type: "none" };
-        case "any":
-            if (offered.length === 0) throw new InvalidRequestError("tool_choice 'any' needs at least one tool in 'tools'.", "tool_choice");
-            return { type: "required" };
-        case "tool":
-            if (!offered.some((tool) => tool.name === choice.name)) {
-                throw new InvalidRequestError(`tool_choice names '${choice.name}', which is not one of the offered tools.`, "tool_choice.name");
-            }
-            return { type: "function", name: choice.name };
+        case "any": return { type: "required" };
+        case "tool": return { type: "function", name: choice.name };
+        default: return { type: choice.type };
     }
 }
 
@@ -296,14 +289,12 @@ function assistantMessage(content: string | WireBlock[], toolUseIds: Set<string>
  * is refused by name: images and documents because the model reads text only.
  */
 function joinText(blocks: WireBlock[], param: string): string {
-    return blocks.map((item, index) => textOf(item, `${param}[${index}]`)).join("\n");
+    return joinTextParts(blocks, param, "\n", textOf);
 }
 
+/** A block where text is expected: a text block's text; a block that belongs elsewhere (a tool_use in a user turn) is refused as out of place. */
 function textOf(item: WireBlock, param: string): string {
-    if (item.type === "text") return parseBlock(textBlock, item, param).text;
-    if (item.type === "image" || item.type === "document") {
-        throw new InvalidRequestError(`Content blocks of type '${item.type}' are not supported: this model reads text only.`, `${param}.type`);
-    }
+    if (item.type === "text" || item.type === "image" || item.type === "document") return partText(item, param, textBlocks);
     throw new InvalidRequestError(`Content blocks of type '${item.type}' are not supported here.`, `${param}.type`);
 }
 

@@ -9,6 +9,8 @@ export interface MapleConfig {
     model: string | undefined;
     host: string;
     port: number;
+    /** A second port serving the same routes (Ollama clients' default is 11434); undefined: none. */
+    ollamaPort: number | undefined;
     modelId: string;
     modelsDir: string;
     apiKey: string | undefined;
@@ -41,6 +43,8 @@ export interface MapleConfig {
     responsesStoreMaxBytes: number;
     /** Seconds a stored /v1/responses response is kept after it was created. */
     responsesStoreTtlSeconds: number;
+    /** Where stored responses live: `memory` (this process) or a `redis://` / `rediss://` URL every replica shares. */
+    responsesStore: string;
     logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
     logPrompts: boolean;
     /** Prompt cache in host memory, MiB; undefined: chosen from the machine's memory and the model (defaultCacheRamMiB). */
@@ -96,7 +100,7 @@ function decimal(min: number, max: number): Parser<number> {
     };
 }
 
-const booleanWords: Record<string, boolean> = { true: true, "1": true, yes: true, on: true, false: false, "0": false, no: false, off: false };
+const booleanWords: Record<string, boolean> = { true: true, 1: true, yes: true, on: true, false: false, 0: false, no: false, off: false };
 const boolean: Parser<boolean> = (raw) => {
     const value = booleanWords[raw.trim().toLowerCase()];
     if (value === undefined) throw new Error(`must be true or false, got "${raw}"`);
@@ -113,6 +117,20 @@ function oneOf<T extends string>(values: readonly T[]): Parser<T> {
         if (!(values as readonly string[]).includes(raw)) throw new Error(`must be one of ${values.join(", ")}, got "${raw}"`);
         return raw as T;
     };
+}
+
+/** `memory`, or a Redis URL (its credentials stay out of error messages). */
+function responsesStore(raw: string): string {
+    const value = raw.trim();
+    if (value === "memory") return value;
+    let url: URL;
+    try {
+        url = new URL(value);
+    } catch {
+        throw new Error("must be memory or a redis:// or rediss:// URL");
+    }
+    if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error(`must be memory or a redis:// or rediss:// URL, got a ${url.protocol} URL`);
+    return value;
 }
 
 function corsOrigins(raw: string): string[] {
@@ -152,6 +170,9 @@ export const settings = [
         help: "Address to listen on (0.0.0.0 for every interface)", parse: nonEmpty }),
     define({ key: "port", flag: "port", env: "MAPLE_PORT", valueName: "PORT", defaultValue: () => 8080,
         help: "Port to listen on (0 picks a free port)", parse: integer(0, 65535) }),
+    define({ key: "ollamaPort", flag: "ollama-port", env: "MAPLE_OLLAMA_PORT", valueName: "PORT", defaultValue: () => undefined,
+        defaultText: "none", help: "Also listen on this port (Ollama's default is 11434), same host and routes, so Ollama clients find Maple at their default URL",
+        parse: integer(0, 65535) }),
     define({ key: "modelId", flag: "model-id", env: "MAPLE_MODEL_ID", valueName: "ID", defaultValue: () => "maple-preview",
         help: "Model id reported by /v1/models and echoed when a request names none", parse: nonEmpty }),
     define({ key: "modelsDir", flag: "models-dir", env: "MAPLE_MODELS_DIR", valueName: "DIR", defaultValue: defaultModelsDir,
@@ -208,6 +229,9 @@ export const settings = [
         help: "Memory for stored responses (their JSON size); the oldest are dropped beyond this", parse: integer(0, 1 << 40) }),
     define({ key: "responsesStoreTtlSeconds", flag: "responses-store-ttl", env: "MAPLE_RESPONSES_STORE_TTL", valueName: "SECONDS", defaultValue: () => 3600,
         help: "How long a stored response can be read or continued (previous_response_id) before it expires", parse: decimal(1, 30 * 86400) }),
+    define({ key: "responsesStore", flag: "responses-store", env: "MAPLE_RESPONSES_STORE", valueName: "memory|URL", defaultValue: () => "memory",
+        help: "Where stored responses live: memory (this replica, lost on restart) or a redis:// or rediss:// URL (Redis >= 6 or Valkey) shared by every replica; the limits above then apply to the whole fleet",
+        parse: responsesStore }),
     define({ key: "logLevel", flag: "log-level", env: "MAPLE_LOG_LEVEL", valueName: "LEVEL", defaultValue: () => "info" as const,
         help: "fatal, error, warn, info, debug, trace or silent", parse: oneOf<MapleConfig["logLevel"]>(["fatal", "error", "warn", "info", "debug", "trace", "silent"]) }),
     define({ key: "logPrompts", flag: "log-prompts", env: "MAPLE_LOG_PROMPTS", valueName: "BOOL", defaultValue: () => false,

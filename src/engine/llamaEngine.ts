@@ -79,7 +79,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
     const startedAt = performance.now();
     if (!samplingErrorPatchApplied) {
         options.onLog?.("warn", "node-llama-cpp is not patched (was npm install run with --ignore-scripts?): run `node scripts/patch-node-llama-cpp.js`; "
-            + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
+        + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
     }
     const llama = await getLlama({
         gpu: options.gpu ?? "auto",
@@ -271,7 +271,7 @@ class LlamaEngine implements Engine {
         return this.store.tokenCount(slot);
     }
 
-    async startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream> {
+    async generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
         const { cached: cachedPromptTokens, held } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);

@@ -58,11 +58,11 @@ export class SamplingAdapters {
                 tokenBias: this.tokenBias(sampling),
                 repeatPenalty: penaltyWindow !== undefined
                     ? {
-                        punishTokens: () => penaltyWindow.tokens,
-                        penalty: sampling.repetitionPenalty ?? 1,
-                        presencePenalty: sampling.presencePenalty ?? 0,
-                        frequencyPenalty: sampling.frequencyPenalty ?? 0
-                    }
+                            punishTokens: () => penaltyWindow.tokens,
+                            penalty: sampling.repetitionPenalty ?? 1,
+                            presencePenalty: sampling.presencePenalty ?? 0,
+                            frequencyPenalty: sampling.frequencyPenalty ?? 0
+                        }
                     : undefined,
                 yieldEogToken: true,
                 contextShift: { strategy: "eraseBeginning", size: 0 }

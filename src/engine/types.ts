@@ -129,7 +129,7 @@ export interface GenerationRequest {
 
 /**
  * A token id's log-probability (natural log), as `GeneratedToken` reports it; the core's
- * TokenLogprob (conversation/parts.ts) adds the token's text and bytes to it.
+ * TokenLogprob (core/parts.ts) adds the token's text and bytes to it.
  */
 export interface TokenIdLogprob {
     token: number;
@@ -231,6 +231,6 @@ export interface Engine {
      */
     slotKvCells(slot: number): number;
     /** Starts generating in slot `slot` (0 ≤ slot < runtime.slots); the caller owns the slot until the stream ends. */
-    startGeneration(slot: number, request: GenerationRequest): Promise<GenerationStream>;
+    generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream>;
     dispose(): Promise<void>;
 }

@@ -13,7 +13,7 @@ interface SequenceInternals {
     _context?: { _ctx?: {
         getSequenceKvCacheMinPosition?: (sequenceId: number) => number;
         restoreCheckpoint?: (checkpoint: Checkpoint, maxPosIndex: number, sequenceId: number) => Promise<boolean>;
-    } };
+    }; };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chat/markers.js";
+import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chatFormat/markers.js";
 import { definedRuleNames, scanGbnf } from "./gbnfScanner.js";
 import { jsonValueRule } from "./jsonGrammarRules.js";
 import type { GrammarJsonSchema } from "./jsonSchemaSubset.js";
@@ -71,7 +71,7 @@ export function answerGbnf(constraint: AnswerConstraint, rules: { json?: string;
         // Both rule sets come from the same converter: keep the call's apart by a prefix.
         const callJson = bodies.length > 0 ? callRulePrefix + jsonValueRule : jsonValueRule;
         // Qwen3's and Hermes' layout: each call on its own lines, calls separated by a newline.
-        bodies.push(constraint.toolCalls.parallel ? `maple-call ( "\\n" maple-call )*` : "maple-call");
+        bodies.push(constraint.toolCalls.parallel ? "maple-call ( \"\\n\" maple-call )*" : "maple-call");
         lines.push(`maple-call ::= ${literal(`${TOOL_CALL_OPEN}\n`)} ${callJson} ${literal(`\n${TOOL_CALL_CLOSE}`)}`);
         lines.push(bodies.length > 1 ? prefixRuleNames(rules.toolCall, callRulePrefix) : rules.toolCall);
     }

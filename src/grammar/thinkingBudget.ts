@@ -1,5 +1,5 @@
 import type { EngineGrammar, GrammarSelector } from "../engine/types.js";
-import { THINK_CLOSE } from "../chat/markers.js";
+import { THINK_CLOSE } from "../chatFormat/markers.js";
 
 /**
  * GBNF that makes the model close its thought now: `</think>` (on a line of its own, as the

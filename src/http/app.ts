@@ -3,7 +3,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
-import type { ModelHost } from "../serving/modelHost.js";
+import { servedModelName } from "../ollama/modelName.js";
+import { MemoryResponseStore } from "../responses/memoryResponseStore.js";
+import { responseStoreLimits } from "../responses/openResponseStore.js";
+import type { ResponseStore } from "../responses/responseStore.js";
+import type { ModelHost } from "../core/modelHost.js";
 import { createApiKeyCheck } from "./auth.js";
 import { clientErrorHandler, errorHandler } from "./errorHandler.js";
 import { registerJsonBodyParser } from "./jsonBody.js";
@@ -16,6 +20,7 @@ import { messagesRoute } from "./routes/messages.js";
 import { messagesCountTokensRoute } from "./routes/messagesCountTokens.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { modelsRoute } from "./routes/models.js";
+import { ollamaRoutes } from "./routes/ollama.js";
 import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
@@ -30,6 +35,8 @@ export interface AppOptions {
     version: string;
     /** Aborted when the shutdown grace period ends: generations still running end with an error. */
     shutdownSignal: AbortSignal;
+    /** The response store (startServer opens MAPLE_RESPONSES_STORE's); a memory store with the config's bounds when omitted. */
+    responseStore?: ResponseStore;
 }
 
 /** The readiness and liveness probes: open without the API key, and answering until the process exits. */
@@ -50,7 +57,7 @@ const exposedResponseHeaders = [
 ];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
-export function buildApp({ config, host, logger, version, shutdownSignal }: AppOptions): FastifyInstance {
+export function buildApp({ config, host, logger, version, shutdownSignal, responseStore }: AppOptions): FastifyInstance {
     const app = Fastify({
         loggerInstance: logger,
         bodyLimit: config.maxBodyBytes,
@@ -142,13 +149,15 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
         version,
         createdAt: Math.floor(Date.now() / 1000),
         shutdownSignal,
+        responseStore: responseStore ?? new MemoryResponseStore(responseStoreLimits(config)),
         samplingDefaults: {
             temperature: config.temperature,
             maxNewTokens: config.maxNewTokens,
             maxNewTokensLimit: config.maxNewTokensLimit
         },
         checkModel(requested) {
-            if (config.strictModel && requested !== undefined && requested !== config.modelId) {
+            // `maple-preview:latest` is the served `maple-preview` (Ollama's default tag; Copilot sends it to /v1 too).
+            if (config.strictModel && requested !== undefined && servedModelName(requested, config.modelId) !== config.modelId) {
                 throw new NotFoundError(`The model '${requested}' does not exist; this server serves '${config.modelId}'.`, "model", "model_not_found");
             }
             return requested ?? config.modelId;
@@ -172,6 +181,7 @@ export function buildApp({ config, host, logger, version, shutdownSignal }: AppO
     messagesRoute(app, context);
     messagesCountTokensRoute(app, context);
     responsesRoute(app, context);
+    ollamaRoutes(app, context);
     tokenizeRoute(app, context);
     detokenizeRoute(app, context);
     metricsRoute(app, context);

@@ -12,8 +12,8 @@ import type { SseEvent } from "./sse.js";
  */
 export interface ErrorFormat {
     response(error: MapleError): { status: number; headers: Record<string, string>; body: unknown };
-    /** The events that report `error` in a started stream (the stream's writer then ends it). */
-    streamEvents(error: MapleError): SseEvent[];
+    /** The events that report `error` in a started stream (the stream's writer then ends it); a promise when they must first be stored. */
+    streamEvents(error: MapleError): SseEvent[] | Promise<SseEvent[]>;
 }
 
 declare module "fastify" {

@@ -1,7 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import type { FastifyInstance } from "fastify";
 import { InvalidRequestError, UnsupportedMediaTypeError } from "../errors.js";
-import { paramPath } from "../openai/validation.js";
+import { paramPath } from "../wire/parseWire.js";
 
 /**
  * Deepest nesting of arrays and objects a body may have: 128, serde_json's default recursion

@@ -1,4 +1,5 @@
 import type { FastifyReply } from "fastify";
+import { StreamingResponse, type StreamingSink } from "./streamingResponse.js";
 
 /** One Server-Sent Event: `event: NAME` (when named) and `data: JSON`. */
 export interface SseEvent {
@@ -9,23 +10,11 @@ export interface SseEvent {
 }
 
 /** What the SSE writer needs from a response: Node's `ServerResponse` (a stand-in in tests). */
-export interface SseResponse {
-    writeHead(status: number, headers: Record<string, string>): unknown;
-    write(chunk: string): boolean;
-    end(): unknown;
-    on(event: "drain" | "close", listener: () => void): unknown;
-    off(event: "drain" | "close", listener: () => void): unknown;
-    readonly destroyed: boolean;
-    readonly writableEnded: boolean;
-}
+export type SseResponse = StreamingSink;
 
-/**
- * A Server-Sent Events response. Each event is one write, so the events of choices generated side
- * by side interleave whole; a write into a full socket waits for it to drain (or close), so a
- * slow reader slows generation instead of growing memory.
- */
+/** A Server-Sent Events response, on a backpressured `StreamingResponse`. */
 export class SseStream {
-    private finished = false;
+    private readonly out: StreamingResponse;
 
     /** Takes over the reply from Fastify and sends the stream's headers. */
     static start(reply: FastifyReply): SseStream {
@@ -33,20 +22,13 @@ export class SseStream {
         return new SseStream(reply.raw);
     }
 
-    constructor(private readonly response: SseResponse) {
-        response.writeHead(200, {
-            "content-type": "text/event-stream; charset=utf-8",
-            "cache-control": "no-cache",
-            // No Connection header of our own: Node sends keep-alive, or close when the client asked
-            // for it (an explicit keep-alive here kept such sockets open until keepAliveTimeout).
-            // Proxies such as nginx would otherwise buffer the stream.
-            "x-accel-buffering": "no"
-        });
+    constructor(response: SseResponse) {
+        this.out = new StreamingResponse(response, { "content-type": "text/event-stream; charset=utf-8" });
     }
 
     async send(event: SseEvent): Promise<void> {
         const data = `data: ${JSON.stringify(event.data)}\n\n`;
-        await this.write(event.event === undefined ? data : `event: ${event.event}\n${data}`);
+        await this.out.write(event.event === undefined ? data : `event: ${event.event}\n${data}`);
     }
 
     /**
@@ -54,33 +36,12 @@ export class SseStream {
      * `[DONE]`, which is not JSON).
      */
     async finish(lastData?: string): Promise<void> {
-        if (lastData !== undefined) await this.write(`data: ${lastData}\n\n`);
+        if (lastData !== undefined) await this.out.write(`data: ${lastData}\n\n`);
         this.end();
     }
 
     /** Ends the response, e.g. after the client went away. */
     end(): void {
-        if (this.finished) return;
-        this.finished = true;
-        this.response.end();
-    }
-
-    private async write(text: string): Promise<void> {
-        const response = this.response;
-        if (this.finished || response.destroyed || response.writableEnded) return;
-        if (!response.write(text) && !response.destroyed) await this.drained();
-    }
-
-    /** Resolves at `drain` or `close`, whichever comes first, and removes both listeners either way. */
-    private drained(): Promise<void> {
-        return new Promise((resolve) => {
-            const settle = (): void => {
-                this.response.off("drain", settle);
-                this.response.off("close", settle);
-                resolve();
-            };
-            this.response.on("drain", settle);
-            this.response.on("close", settle);
-        });
+        this.out.end();
     }
 }

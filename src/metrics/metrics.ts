@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { EngineOverloadedError, MapleError } from "../errors.js";
-import type { GenerationCounts, GenerationObserver } from "../generation/generateText.js";
+import type { GenerationCounts, GenerationObserver } from "../core/generateText.js";
 import type { PromptCacheReport, PromptCacheTier } from "../engine/types.js";
 
 /** What the scheduler holds at scrape time. */

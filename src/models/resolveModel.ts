@@ -79,7 +79,7 @@ export async function resolveModel(spec: string | undefined, options: ResolveMod
 /** The fallback's warning: plain about what is served and what its answers are worth. */
 function offlineFallbackWarning(error: Error): string {
     return `${error.message}. Serving ${offlineFallbackSpec} instead: RANDOM WEIGHTS, its answers are meaningless `
-        + `(/health says "synthetic": true). Once online, restart, or fetch the model first with 'maple pull maple-preview'.`;
+        + "(/health says \"synthetic\": true). Once online, restart, or fetch the model first with 'maple pull maple-preview'.";
 }
 
 const ggufMagic = "GGUF";

@@ -1,14 +1,18 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint } from "../conversation/answerConstraint.js";
-import type { ChatGenerationRequest } from "../conversation/request.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint } from "../core/answerConstraint.js";
+import type { ChatGenerationRequest } from "../core/request.js";
+import {
+    conversationKey, joinTextParts, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens, selectTools,
+    toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules
+} from "../wire/index.js";
+import { openAiFields, toStopList, type OpenAiRequestFields } from "./openAiFields.js";
 import { parseResponseFormat } from "./responseFormat.js";
-import { paramPath, parseWire } from "./validation.js";
-import { resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "./sampling.js";
 
-const textPart = z.object({ type: z.literal("text"), text: z.string() }).passthrough();
-/** Any content part; only `text` is served (a text-only model), the others are refused by name below. */
+/** Only `text` parts are served (a text-only model); the others are refused by name. */
+const textParts: TextPartRules = { textTypes: new Set(["text"]), noun: "Content parts" };
+/** Any content part; each is checked where it is read. */
 const contentPart = z.object({ type: z.string() }).passthrough();
 const content = z.union([z.string(), z.array(contentPart)]);
 
@@ -51,7 +55,7 @@ const wireToolChoice = z.union([
     z.object({ type: z.literal("function"), function: z.object({ name: z.string() }).passthrough() }).passthrough()
 ]);
 
-const chatWire = z.object({
+const chatWire = openAiFields.extend({
     model: z.string().nullish(),
     messages: z.array(wireMessage).min(1, "messages must contain at least one message"),
     tools: z.array(wireTool).nullish(),
@@ -63,14 +67,13 @@ const chatWire = z.object({
     n: z.number().int().min(1).nullish(),
     logprobs: z.boolean().nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
-    response_format: z.object({ type: z.string() }).passthrough().nullish(),
-    ...samplingFields
+    response_format: z.object({ type: z.string() }).passthrough().nullish()
 });
 
 /** A /v1/chat/completions request past the edge: validated, defaults applied, camelCase; the core's request plus the wire's own fields. */
 export interface ChatRequest extends ChatGenerationRequest, OpenAiRequestFields {}
 
-export function parseChatRequest(body: unknown, defaults: SamplingDefaults): ChatRequest {
+export function parseChatRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults): ChatRequest {
     const wire = parseWire(chatWire, body);
     if (wire.top_logprobs != null && wire.logprobs !== true) {
         throw new InvalidRequestError("top_logprobs needs logprobs set to true.", "top_logprobs");
@@ -81,15 +84,14 @@ export function parseChatRequest(body: unknown, defaults: SamplingDefaults): Cha
         ...(tool.function.description != null ? { description: tool.function.description } : {}),
         parameters: tool.function.parameters ?? { type: "object", properties: {} }
     }));
-    const toolChoice = resolveToolChoice(wire.tool_choice, offered);
+    refuseDuplicateToolNames(offered.map((tool) => tool.name), (index) => `tools[${index}].function.name`);
+    const { toolChoice, tools } = selectTools(offered, requestedToolChoice(wire.tool_choice), { param: "tool_choice", nameParam: "tool_choice", requiredWord: "required" });
     const answer = answerConstraint(json, toolChoice, offered, wire.parallel_tool_calls !== false, (index) => `tools[${index}].function.parameters`);
-    if (answer !== undefined && wire.grammar != null) {
-        throw new InvalidRequestError("grammar cannot be combined with response_format or an enforced tool_choice: both constrain the output.", "grammar");
-    }
+    refuseGrammarWithAnswer(answer, wire.grammar, "response_format or an enforced tool_choice");
     return {
         model: wire.model ?? undefined,
         messages: toChatMessages(wire.messages),
-        tools: toolChoice.type === "none" ? [] : toolChoice.type === "function" ? offered.filter((tool) => tool.name === toolChoice.name) : offered,
+        tools,
         toolChoice,
         sampling: toSamplingOptions(wire, defaults),
         maxTokens: resolveMaxTokens(wire.max_completion_tokens ?? wire.max_tokens, defaults),
@@ -101,23 +103,14 @@ export function parseChatRequest(body: unknown, defaults: SamplingDefaults): Cha
         includeReasoning: wire.include_reasoning !== false,
         n: wire.n ?? 1,
         logprobs: wire.logprobs === true ? { top: wire.top_logprobs ?? 0 } : undefined,
-        answer
+        answer,
+        cacheKey: conversationKey({ promptCacheKey: wire.prompt_cache_key, user: wire.user }, headers)
     };
 }
 
-function resolveToolChoice(choice: z.infer<typeof wireToolChoice> | null | undefined, offered: ToolDefinition[]): ToolChoice {
-    if (choice == null) return { type: offered.length > 0 ? "auto" : "none" };
-    if (typeof choice === "string") {
-        if (choice === "required" && offered.length === 0) {
-            throw new InvalidRequestError("tool_choice 'required' needs at least one tool in 'tools'.", "tool_choice");
-        }
-        return { type: choice };
-    }
-    const name = choice.function.name;
-    if (!offered.some((tool) => tool.name === name)) {
-        throw new InvalidRequestError(`tool_choice names '${name}', which is not one of the offered tools.`, "tool_choice");
-    }
-    return { type: "function", name };
+function requestedToolChoice(choice: z.infer<typeof wireToolChoice> | null | undefined): ToolChoice | undefined {
+    if (choice == null) return undefined;
+    return typeof choice === "string" ? { type: choice } : { type: "function", name: choice.function.name };
 }
 
 type WireMessage = z.infer<typeof wireMessage>;
@@ -133,11 +126,7 @@ function toChatMessages(messages: WireMessage[]): ChatMessage[] {
                 return { role: message.role, content: textOf(message.content, at("content")) };
             case "assistant": {
                 const toolCalls = (message.tool_calls ?? []).map((call, callIndex): ToolCall => {
-                    const args = call.function.arguments ?? "{}";
-                    if (!isJsonObjectText(args)) {
-                        throw new InvalidRequestError("Tool call arguments must be a JSON object encoded as a string.",
-                            at("tool_calls", callIndex, "function", "arguments"));
-                    }
+                    const args = toolCallArguments(call.function.arguments, at("tool_calls", callIndex, "function", "arguments"));
                     const id = call.id ?? `call_${index}_${callIndex}`;
                     callIds.add(id);
                     return { id, name: call.function.name, arguments: args };
@@ -165,26 +154,6 @@ function toChatMessages(messages: WireMessage[]): ChatMessage[] {
     });
 }
 
-/** Joins `text` parts; any other part is refused by name: the model reads text only. */
 function textOf(content: string | { type: string; [key: string]: unknown }[], param: string): string {
-    if (typeof content === "string") return content;
-    return content.map((part, index) => {
-        const parsed = textPart.safeParse(part);
-        if (!parsed.success) {
-            throw new InvalidRequestError(
-                part.type === "text" ? "A text part needs a string 'text'." : `Content parts of type '${part.type}' are not supported: this model reads text only.`,
-                `${param}[${index}]${part.type === "text" ? ".text" : ".type"}`);
-        }
-        return parsed.data.text;
-    }).join("");
-}
-
-function isJsonObjectText(text: string): boolean {
-    if (text.trim() === "") return true;
-    try {
-        const value: unknown = JSON.parse(text);
-        return value !== null && typeof value === "object" && !Array.isArray(value);
-    } catch {
-        return false;
-    }
+    return typeof content === "string" ? content : joinTextParts(content, param, "", (part, at) => partText(part, at, textParts));
 }

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
-import type { CompletionGenerationRequest } from "../conversation/request.js";
-import { parseWire } from "./validation.js";
-import { rejectUnsupported, resolveMaxTokens, samplingFields, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "./sampling.js";
+import type { CompletionGenerationRequest } from "../core/request.js";
+import { conversationKey, parseWire, resolveMaxTokens, toSamplingOptions, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
+import { openAiFields, rejectUnsupported, toStopList, type OpenAiRequestFields } from "./openAiFields.js";
 
 const tokenIds = z.array(z.number().int("token ids must be integers"));
 
-const completionsWire = z.object({
+const completionsWire = openAiFields.extend({
     model: z.string().nullish(),
     prompt: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)], {
         errorMap: () => ({ message: "must be a string, a list of one string, or a list of token ids" })
@@ -16,14 +16,13 @@ const completionsWire = z.object({
     // OpenAI's limit for the legacy endpoint.
     logprobs: z.number().int().min(0).max(5).nullish(),
     n: z.number().int().min(1).nullish(),
-    best_of: z.number().int().min(1).nullish(),
-    ...samplingFields
+    best_of: z.number().int().min(1).nullish()
 });
 
 /** A /v1/completions request past the edge: validated, defaults applied, camelCase; the core's request plus the wire's own fields. */
 export interface CompletionRequest extends CompletionGenerationRequest, OpenAiRequestFields {}
 
-export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults): CompletionRequest {
+export function parseCompletionRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults): CompletionRequest {
     const wire = parseWire(completionsWire, body);
     if (wire.echo === true) rejectUnsupported("echo", "echo is not supported.");
     if (wire.suffix != null && wire.suffix !== "") rejectUnsupported("suffix", "suffix is not supported.");
@@ -39,7 +38,8 @@ export function parseCompletionRequest(body: unknown, defaults: SamplingDefaults
         includeUsage: wire.stream_options?.include_usage === true,
         grammar: wire.grammar ?? undefined,
         n: wire.n ?? 1,
-        logprobs: wire.logprobs == null ? undefined : { top: wire.logprobs }
+        logprobs: wire.logprobs == null ? undefined : { top: wire.logprobs },
+        cacheKey: conversationKey({ promptCacheKey: wire.prompt_cache_key, user: wire.user }, headers)
     };
 }
 

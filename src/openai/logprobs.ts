@@ -1,12 +1,9 @@
-import type { TokenLogprobs } from "../conversation/index.js";
+import type { ChatCompletionTokenLogprob } from "openai/resources/chat/completions";
+import type { CompletionChoice } from "openai/resources/completions";
+import type { TokenLogprobs } from "../core/index.js";
 
 /** One entry of chat's `logprobs.content` (OpenAI's shape). */
-export interface WireChatLogprob {
-    token: string;
-    logprob: number;
-    bytes: number[];
-    top_logprobs: { token: string; logprob: number; bytes: number[] }[];
-}
+export type WireChatLogprob = ChatCompletionTokenLogprob;
 
 /** Chat's `choices[].logprobs` for the given entries; `refusal` is always null (Maple never refuses). */
 export function chatLogprobs(content: WireChatLogprob[]): { content: WireChatLogprob[]; refusal: null } {
@@ -20,11 +17,11 @@ export function toChatLogprob(token: TokenLogprobs): WireChatLogprob {
         logprob: token.logprob,
         bytes: token.bytes,
         top_logprobs: token.top.map((alternative) => ({ token: alternative.text, logprob: alternative.logprob, bytes: alternative.bytes }))
-    };
+    } satisfies WireChatLogprob;
 }
 
-/** `/v1/completions`' `choices[].logprobs` (the legacy shape). */
-export interface WireCompletionLogprobs {
+/** `/v1/completions`' `choices[].logprobs` (the legacy shape; every field the SDK's optional ones). */
+export interface WireCompletionLogprobs extends Required<CompletionChoice.Logprobs> {
     tokens: string[];
     token_logprobs: number[];
     /** One object per token: the `logprobs` most likely tokens' text → logprob (tokens of the same text share a key). */

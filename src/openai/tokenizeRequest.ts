@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { InvalidRequestError } from "../errors.js";
 import { parseChatRequest, type ChatRequest } from "./chatRequest.js";
-import type { SamplingDefaults } from "./sampling.js";
-import { parseWire } from "./validation.js";
+import { parseWire, type SamplingDefaults } from "../wire/index.js";
 
 const tokenizeWire = z.object({
     model: z.string().nullish(),
@@ -42,6 +41,9 @@ export interface TokenizeRequest {
 
 const inputFields = ["content", "prompt", "messages"] as const;
 
+/** Tokenizing generates nothing: no conversation key to read. */
+const noHeaders = {};
+
 /**
  * Reads /tokenize's body: exactly one of `content` (llama-server), `prompt` (vLLM) or `messages`
  * (with optional `tools`, `tool_choice`, `chat_template_kwargs`, `add_generation_prompt`).
@@ -59,7 +61,7 @@ export function parseTokenizeRequest(body: unknown, defaults: SamplingDefaults):
     const model = wire.model ?? undefined;
     if (wire.content != null) return { model, addSpecial, input: { type: "text", text: wire.content } };
     if (wire.prompt != null) return { model, addSpecial, input: { type: "text", text: wire.prompt } };
-    return { model, addSpecial, input: { type: "chat", chat: parseChatRequest(body, defaults), addGenerationPrompt: wire.add_generation_prompt ?? true } };
+    return { model, addSpecial, input: { type: "chat", chat: parseChatRequest(body, noHeaders, defaults), addGenerationPrompt: wire.add_generation_prompt ?? true } };
 }
 
 const detokenizeWire = z.object({

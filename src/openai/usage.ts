@@ -1,14 +1,13 @@
-import type { Usage } from "../conversation/index.js";
+import type { CompletionUsage } from "openai/resources/completions";
+import type { Usage } from "../core/index.js";
+import type { Sent } from "../wire/sdkShape.js";
 
-export interface WireUsage {
-    prompt_tokens: number;
-    completion_tokens: number;
-    total_tokens: number;
-    prompt_tokens_details: { cached_tokens: number };
-    completion_tokens_details?: { reasoning_tokens: number };
-    /** The hosted peer's top-level copy of completion_tokens_details.reasoning_tokens. */
+/** OpenAI's usage, plus `reasoning_tokens`: the hosted peer's top-level copy of completion_tokens_details.reasoning_tokens. */
+export type WireUsage = Sent<CompletionUsage, never, {
+    prompt_tokens_details: Pick<Required<CompletionUsage.PromptTokensDetails>, "cached_tokens">;
+    completion_tokens_details?: Pick<Required<CompletionUsage.CompletionTokensDetails>, "reasoning_tokens">;
     reasoning_tokens?: number;
-}
+}>;
 
 /** OpenAI's usage object; `withReasoning`: chat's reasoning-token fields (a raw completion has none). */
 export function toWireUsage(usage: Usage, withReasoning: boolean): WireUsage {

@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../chat/types.js";
+import type { ChatMessage } from "../chatFormat/types.js";
 
 /** One stored response: what GET returns, what `previous_response_id` continues, and its input items. */
 export interface StoredResponse {
@@ -23,93 +23,42 @@ export interface ResponseStoreLimits {
     ttlMs: number;
 }
 
-interface Entry {
-    stored: StoredResponse;
-    bytes: number;
-    expiresAt: number;
-}
+/** What /health says of the store: `memory` (this process), or a shared store's connection. */
+export type ResponseStoreState = "memory" | "ready" | "connecting" | "unreachable";
 
 /**
- * A bounded in-memory store of responses (`store: true`): a count cap, a byte cap and a TTL, the
- * oldest dropped first when a cap is reached. It also indexes the output items by id, for the
- * `item_reference` inputs the AI SDK sends on its next step. Lost on restart, as documented.
+ * Where `store: true` responses live: this process's memory (the default), or a store every
+ * replica shares (Redis). Every method of a shared store rejects with StoreUnavailableError when
+ * the store cannot answer in time; `put` resolves only once the store has confirmed the write, so
+ * nothing is reported stored that was not.
  */
-export class ResponseStore {
-    /** Insertion order is age order: the first key is the oldest. */
-    private readonly entries = new Map<string, Entry>();
-    private readonly items = new Map<string, { responseId: string; item: Record<string, unknown> }>();
-    private bytes = 0;
-
-    constructor(private readonly limits: ResponseStoreLimits, private readonly now: () => number = Date.now) {}
-
-    get size(): number {
-        this.expire();
-        return this.entries.size;
-    }
-
+export interface ResponseStore {
+    readonly state: ResponseStoreState;
+    /** Throws StoreUnavailableError when the store is known to be down, before any work is done for a request that needs it. */
+    requireAvailable(): void;
     /** Stores or replaces a response (a cancelled one is stored again with its new status). */
-    put(stored: StoredResponse): void {
-        this.remove(stored.id);
-        if (this.limits.maxCount === 0) return;
-        const bytes = sizeOf(stored);
-        if (bytes > this.limits.maxBytes) return;
-        this.expire();
-        while (this.entries.size >= this.limits.maxCount || this.bytes + bytes > this.limits.maxBytes) {
-            const oldest = this.entries.keys().next().value;
-            if (oldest === undefined) break;
-            this.remove(oldest);
-        }
-        this.entries.set(stored.id, { stored, bytes, expiresAt: this.now() + this.limits.ttlMs });
-        this.bytes += bytes;
-        for (const item of outputItems(stored)) {
-            if (typeof item["id"] === "string") this.items.set(item["id"], { responseId: stored.id, item });
-        }
-    }
-
-    get(id: string): StoredResponse | undefined {
-        this.expire();
-        return this.entries.get(id)?.stored;
-    }
-
-    /** An output item of a stored response, by its id (`rs_…`, `msg_…`, `fc_…`). */
-    item(id: string): Record<string, unknown> | undefined {
-        this.expire();
-        return this.items.get(id)?.item;
-    }
-
-    delete(id: string): boolean {
-        this.expire();
-        return this.remove(id);
-    }
-
-    private remove(id: string): boolean {
-        const entry = this.entries.get(id);
-        if (entry === undefined) return false;
-        this.entries.delete(id);
-        this.bytes -= entry.bytes;
-        for (const item of outputItems(entry.stored)) {
-            const itemId = item["id"];
-            if (typeof itemId === "string" && this.items.get(itemId)?.responseId === id) this.items.delete(itemId);
-        }
-        return true;
-    }
-
-    /** Entries expire in insertion order (one TTL for all), so only the oldest need checking. */
-    private expire(): void {
-        const now = this.now();
-        for (const [id, entry] of this.entries) {
-            if (entry.expiresAt > now) break;
-            this.remove(id);
-        }
-    }
+    put(stored: StoredResponse): Promise<void>;
+    get(id: string): Promise<StoredResponse | undefined>;
+    /** An output item of a stored response, by its id (`rs_…`, `msg_…`, `fc_…`), for `item_reference` inputs. */
+    item(id: string): Promise<Record<string, unknown> | undefined>;
+    delete(id: string): Promise<boolean>;
+    /**
+     * Asks the replica that runs response `id` to cancel it, and resolves with the response as it
+     * cancelled it; undefined when no replica runs it (a memory store: never another replica).
+     */
+    cancelElsewhere(id: string): Promise<Record<string, unknown> | undefined>;
+    /** How this replica answers another's cancel: the cancelled response, or undefined when it does not run `id`. */
+    onCancelRequest(handler: (id: string) => Record<string, unknown> | undefined): void;
+    close(): Promise<void>;
 }
 
-function outputItems(stored: StoredResponse): Record<string, unknown>[] {
+/** UTF-16 length of the JSON: a cheap, stable stand-in for the memory a response holds (both stores count it so). */
+export function storedSize(json: string): number {
+    return json.length;
+}
+
+/** The output items of a stored response, which `item_reference` inputs may name. */
+export function outputItems(stored: StoredResponse): Record<string, unknown>[] {
     const output = stored.response["output"];
     return Array.isArray(output) ? output as Record<string, unknown>[] : [];
-}
-
-/** UTF-16 length of the JSON: a cheap, stable stand-in for the memory a response holds. */
-function sizeOf(stored: StoredResponse): number {
-    return JSON.stringify(stored).length;
 }

@@ -1,9 +1,13 @@
-import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chat/types.js";
-import { answerConstraint, type ChatGenerationRequest } from "../conversation/index.js";
+import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { InvalidRequestError, NotFoundError } from "../errors.js";
-import { grammarSchema } from "../grammar/clientSchema.js";
-import { resolveMaxTokens, toSamplingOptions, toStopList, type OpenAiRequestFields, type SamplingDefaults } from "../openai/sampling.js";
-import { paramPath, parseWire } from "../openai/validation.js";
+import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
+import { toStopList, type OpenAiRequestFields } from "../openai/openAiFields.js";
+import { jsonAnswerFormat, type WireResponseFormat } from "../openai/responseFormat.js";
+import {
+    conversationKey, joinTextParts, newId, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
+    selectTools, toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules, type ToolChoiceParams
+} from "../wire/index.js";
 import { decodeReasoning } from "./reasoningCarrier.js";
 import { responsesWire, type ResponsesWire, type WireItem, type WireTool, type WireToolChoice } from "./responsesWire.js";
 
@@ -45,7 +49,10 @@ const hostedTools = new Set([
     "image_generation", "computer", "computer_use_preview", "computer_use", "mcp", "tool_search"
 ]);
 
-export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults, lookupItem: ItemLookup): ResponsesRequest {
+/** The content parts read as text: what clients send and what Maple's own output items hold. */
+const textParts: TextPartRules = { textTypes: new Set(["input_text", "output_text", "text", "summary_text", "reasoning_text"]), noun: "Content parts" };
+
+export function parseResponsesRequest(body: unknown, headers: RequestHeaders, defaults: SamplingDefaults, lookupItem: ItemLookup): ResponsesRequest {
     const wire = parseWire(responsesWire, body);
     if (wire.background === true) {
         throw new InvalidRequestError("background responses are not supported: Maple runs a response while its request is open. Send background: false, or stream.", "background");
@@ -67,13 +74,11 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
 
     const offered = toTools(wire.tools ?? []);
     const definitions = offered.map((tool) => tool.definition);
-    const toolChoice = resolveToolChoice(wire.tool_choice, offered);
+    const { toolChoice, tools } = selectTools(definitions, requestedToolChoice(wire.tool_choice), toolChoiceParams(wire.tool_choice, offered));
     const json = parseTextFormat(wire.text?.format);
     const answer = answerConstraint(json, toolChoice, definitions, wire.parallel_tool_calls !== false,
         (index) => offered[index]?.parametersParam ?? `tools[${index}].parameters`);
-    if (answer !== undefined && wire.grammar != null) {
-        throw new InvalidRequestError("grammar cannot be combined with text.format or an enforced tool_choice: both constrain the output.", "grammar");
-    }
+    refuseGrammarWithAnswer(answer, wire.grammar, "text.format or an enforced tool_choice");
     const { messages, items } = toConversation(wire.input ?? [], lookupItem);
     const effort = wire.reasoning?.effort;
     // Effort none/minimal turns thinking off (the template closes the think block); a client's own
@@ -87,7 +92,7 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
         inputItems: items,
         previousResponseId: wire.previous_response_id ?? undefined,
         offered,
-        tools: toolChoice.type === "none" ? [] : toolChoice.type === "function" ? definitions.filter((tool) => tool.name === toolChoice.name) : definitions,
+        tools,
         toolChoice,
         templateKwargs,
         answer,
@@ -102,7 +107,8 @@ export function parseResponsesRequest(body: unknown, defaults: SamplingDefaults,
         grammar: wire.grammar ?? undefined,
         n: 1,
         logprobs: undefined,
-        echo: settingsEcho(wire, store)
+        echo: settingsEcho(wire, store),
+        cacheKey: conversationKey({ promptCacheKey: wire.prompt_cache_key, user: wire.user }, headers)
     };
 }
 
@@ -137,19 +143,19 @@ function toTools(tools: WireTool[]): ResponsesTool[] {
         const at = `tools[${index}]`;
         if (tool.type === "namespace") {
             const name = typeof tool["name"] === "string" ? tool["name"] : undefined;
-            const inner = Array.isArray(tool["tools"]) ? tool["tools"] as WireTool[] : [];
-            inner.forEach((innerTool, innerIndex) => result.push(toTool(innerTool, `${at}.tools[${innerIndex}]`, name)));
+            const inner: unknown[] = Array.isArray(tool["tools"]) ? tool["tools"] : [];
+            inner.forEach((innerTool, innerIndex) => {
+                const innerAt = `${at}.tools[${innerIndex}]`;
+                // Only the outer list is checked by the wire schema: a null here would be read as a tool.
+                if (typeof innerTool !== "object" || innerTool === null) throw new InvalidRequestError("A namespace's tools must be tool objects.", innerAt);
+                result.push(toTool(innerTool as WireTool, innerAt, name));
+            });
             return;
         }
         result.push(toTool(tool, at, undefined));
     });
-    const seen = new Set<string>();
-    for (const tool of result) {
-        if (seen.has(tool.definition.name)) {
-            throw new InvalidRequestError(`Two tools are named '${tool.definition.name}'; the model calls tools by name, so names must be unique.`, "tools");
-        }
-        seen.add(tool.definition.name);
-    }
+    // Names are unique across namespaces too: a call names only its tool.
+    refuseDuplicateToolNames(result.map((tool) => tool.definition.name), () => "tools");
     return result;
 }
 
@@ -185,48 +191,40 @@ function toTool(tool: WireTool, at: string, namespace: string | undefined): Resp
     throw new InvalidRequestError(`Tool type '${tool.type}' is not supported; Maple serves 'function', 'custom' (freeform) and 'namespace' tools.`, `${at}.type`);
 }
 
-function resolveToolChoice(choice: WireToolChoice | null | undefined, offered: ResponsesTool[]): ToolChoice {
-    if (choice == null) return { type: offered.length > 0 ? "auto" : "none" };
-    if (typeof choice === "string") {
-        if (choice === "required" && offered.length === 0) throw new InvalidRequestError("tool_choice 'required' needs at least one tool in 'tools'.", "tool_choice");
-        return { type: choice };
-    }
+function requestedToolChoice(choice: WireToolChoice | null | undefined): ToolChoice | undefined {
+    if (choice == null) return undefined;
+    if (typeof choice === "string") return { type: choice };
     if (choice.type !== "function" && choice.type !== "custom") {
         throw new InvalidRequestError(`tool_choice of type '${choice.type}' is not supported; use none, auto, required, or a function or custom tool by name.`, "tool_choice.type");
     }
-    const name = choice.name;
-    if (name === undefined || !offered.some((tool) => tool.definition.name === name && tool.kind === choice.type)) {
-        throw new InvalidRequestError(`tool_choice names '${name ?? ""}', which is not one of the offered ${choice.type} tools.`, "tool_choice.name");
-    }
-    return { type: "function", name };
+    return { type: "function", name: choice.name ?? "" };
 }
 
-/** `text.format`: the JSON the answer must be, or undefined for plain text. */
-function parseTextFormat(format: { type: string; [key: string]: unknown } | null | undefined): { schema: ReturnType<typeof grammarSchema> | undefined } | undefined {
-    if (format == null || format.type === "text") return undefined;
-    if (format.type === "json_object") return { schema: undefined };
-    if (format.type !== "json_schema") {
-        throw new InvalidRequestError(`text.format type '${format.type}' is not supported; use 'text', 'json_object' or 'json_schema'.`, "text.format.type");
-    }
-    const schema = format["schema"];
-    if (schema === undefined) throw new InvalidRequestError("text.format of type 'json_schema' needs a 'schema'.", "text.format.schema");
-    return { schema: grammarSchema(schema, "text.format.schema") };
+/** A named choice names a tool of its own kind: `{type: "custom", name}` a freeform tool. */
+function toolChoiceParams(choice: WireToolChoice | null | undefined, offered: readonly ResponsesTool[]): ToolChoiceParams {
+    const params = { param: "tool_choice", nameParam: "tool_choice.name", requiredWord: "required" };
+    if (choice == null || typeof choice === "string") return params;
+    return { ...params, nameable: { tools: offered.filter((tool) => tool.kind === choice.type).map((tool) => tool.definition), noun: `${choice.type} tools` } };
 }
 
-/** The text of a message's content: a string, or `input_text` / `output_text` / `text` parts. */
+/** `text.format`: the JSON the answer must be, or undefined for plain text; a `json_schema` format holds its `schema` itself. */
+function parseTextFormat(format: WireResponseFormat | null | undefined): { schema: GrammarJsonSchema | undefined } | undefined {
+    return jsonAnswerFormat(format, "text.format", (jsonSchema) => {
+        const schema = jsonSchema["schema"];
+        if (schema === undefined) throw new InvalidRequestError("text.format of type 'json_schema' needs a 'schema'.", "text.format.schema");
+        return { schema, param: "text.format.schema" };
+    });
+}
+
+/** The text of a message's content: a string, or `input_text` / `output_text` / `text` parts (a `refusal` part's refusal). */
 function contentText(content: unknown, at: string): string {
     if (typeof content === "string") return content;
     if (!Array.isArray(content)) throw new InvalidRequestError("content must be a string or a list of text parts.", at);
-    return content.map((part: unknown, index) => {
+    return joinTextParts(content as unknown[], at, "", (part, param) => {
         const record = (part ?? {}) as Record<string, unknown>;
-        const type = record["type"];
-        if (type === "input_text" || type === "output_text" || type === "text" || type === "summary_text" || type === "reasoning_text") {
-            if (typeof record["text"] !== "string") throw new InvalidRequestError("A text part needs a string 'text'.", `${at}[${index}].text`);
-            return record["text"];
-        }
-        if (type === "refusal" && typeof record["refusal"] === "string") return record["refusal"];
-        throw new InvalidRequestError(`Content parts of type '${String(type)}' are not supported: this model reads text only.`, `${at}[${index}].type`);
-    }).join("");
+        if (record["type"] === "refusal" && typeof record["refusal"] === "string") return record["refusal"];
+        return partText(part, param, textParts);
+    });
 }
 
 /** The output of a tool call as text: a string, or text parts. */
@@ -311,9 +309,7 @@ function toConversation(input: string | WireItem[], lookupItem: ItemLookup): { m
                 if (typeof name !== "string" || name === "") throw new InvalidRequestError("A tool call item needs a 'name'.", at("name"));
                 let args: string;
                 if (type === "function_call") {
-                    const given = item["arguments"];
-                    if (typeof given !== "string") throw new InvalidRequestError("arguments must be a JSON object encoded as a string.", at("arguments"));
-                    args = given.trim() === "" ? "{}" : given;
+                    args = toolCallArguments(item["arguments"], at("arguments"));
                 } else {
                     const text = item["input"];
                     if (typeof text !== "string") throw new InvalidRequestError("A custom tool call needs a string 'input'.", at("input"));
@@ -369,5 +365,5 @@ function findCallName(messages: ChatMessage[], callId: string): string | undefin
 }
 
 function newItemId(prefix: string): string {
-    return `${prefix}_${crypto.randomUUID().replaceAll("-", "")}`;
+    return newId(prefix, "_");
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { samplingFields } from "../openai/sampling.js";
+import { openAiFields } from "../openai/openAiFields.js";
 
 /**
  * The /v1/responses request as it arrives (OpenAI's Responses API, snake_case). Items and tools
@@ -17,7 +17,7 @@ const toolChoice = z.union([
 
 const textFormat = z.object({ type: z.string() }).passthrough();
 
-export const responsesWire = z.object({
+export const responsesWire = openAiFields.extend({
     model: z.string().nullish(),
     input: z.union([z.string(), z.array(item)]).nullish(),
     instructions: z.string().nullish(),
@@ -46,7 +46,6 @@ export const responsesWire = z.object({
     prompt: z.unknown().optional(),
     max_tool_calls: z.number().int().min(1).nullish(),
     chat_template_kwargs: z.record(z.unknown()).nullish(),
-    ...samplingFields,
     // OpenAI's user is a string here (deprecated in favour of safety_identifier).
     user: z.string().nullish()
 });

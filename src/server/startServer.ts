@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { readFile, stat } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { totalmem } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
@@ -9,10 +11,11 @@ import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine
 import type { Engine } from "../engine/types.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
-import { chatMlFallbackTemplate } from "../chat/template.js";
+import { chatMlFallbackTemplate } from "../chatFormat/template.js";
+import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
-import { ModelHost, type ReadyModel } from "../serving/modelHost.js";
+import { ModelHost, type ReadyModel } from "../core/modelHost.js";
 import { systemFingerprint } from "./systemFingerprint.js";
 
 export type LoadStage = "download" | "verify" | "write" | "load";
@@ -28,6 +31,8 @@ export interface RunningServer {
     host: ModelHost;
     /** e.g. http://127.0.0.1:8080 */
     url: string;
+    /** The second listener's URL (MAPLE_OLLAMA_PORT, e.g. http://127.0.0.1:11434); undefined without one. */
+    ollamaUrl: string | undefined;
     /** Settles when the model is loaded (resolves) or failed to load (rejects). */
     ready: Promise<Engine>;
     /**
@@ -51,12 +56,24 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const logger = options.logger ?? createLogger(config.logLevel);
     const host = new ModelHost();
     const shutdown = new AbortController();
-    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal });
+    // Redis connects in the background: requests that need no store are served meanwhile.
+    const responseStore = openResponseStore(config, logger);
+    const app = buildApp({ config, host, logger, version, shutdownSignal: shutdown.signal, responseStore });
+    app.addHook("onClose", () => responseStore.close());
     await app.listen({ host: config.host, port: config.port });
-    const address = app.server.address();
-    const port = typeof address === "object" && address !== null ? address.port : config.port;
-    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-    logger.info({ url, version }, "Maple is listening; loading the model");
+    const urlOf = (server: Server, fallbackPort: number): string => {
+        const address = server.address();
+        const port = typeof address === "object" && address !== null ? address.port : fallbackPort;
+        return `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    };
+    const url = urlOf(app.server, config.port);
+    const ollamaListener = config.ollamaPort === undefined ? undefined : await listenAlso(app, config.host, config.ollamaPort).catch(async (error: unknown) => {
+        // A taken port: nothing stays listening on the first one either.
+        await app.close();
+        throw error;
+    });
+    const ollamaUrl = ollamaListener === undefined ? undefined : urlOf(ollamaListener, config.ollamaPort ?? 0);
+    logger.info({ url, ...(ollamaUrl !== undefined ? { ollamaUrl } : {}), version }, "Maple is listening; loading the model");
     // The `maple` command always sets it; a server started some other way may not have.
     if (process.env.UV_THREADPOOL_SIZE === undefined) logger.warn(threadPoolWarning);
 
@@ -74,13 +91,13 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
         }
         loading.abort();
         const grace = setTimeout(() => shutdown.abort(), graceMs);
-        await app.close();
+        await Promise.all([app.close(), ollamaListener === undefined ? undefined : closeListener(ollamaListener)]);
         clearTimeout(grace);
         const engine = await ready.catch(() => undefined);
         await engine?.dispose();
     };
     return {
-        app, host, url, ready,
+        app, host, url, ollamaUrl, ready,
         close({ graceMs = 0, drainMs = 0 } = {}) {
             // A second call cuts a drain short (a second signal hurries the shutdown).
             if (closing !== undefined) drainCut.abort();
@@ -88,6 +105,30 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
             return closing;
         }
     };
+}
+
+/**
+ * A second port for the same app (MAPLE_OLLAMA_PORT): its requests go to the app's own handler,
+ * so routes, hooks, auth, metrics and the queue are one, whichever port a request came in on.
+ * The slow-client limits are the app's (see buildApp).
+ */
+async function listenAlso(app: FastifyInstance, host: string, port: number): Promise<Server> {
+    const main = app.server;
+    const server = createServer((request, response) => main.emit("request", request, response));
+    server.headersTimeout = main.headersTimeout;
+    server.requestTimeout = main.requestTimeout;
+    server.keepAliveTimeout = main.keepAliveTimeout;
+    server.listen(port, host);
+    await once(server, "listening");
+    return server;
+}
+
+/** Stops accepting on the second port and waits for its requests to end (idle keep-alive sockets are closed). */
+async function closeListener(server: Server): Promise<void> {
+    const closed = once(server, "close");
+    server.close();
+    server.closeIdleConnections();
+    await closed;
 }
 
 export const threadPoolWarning = "UV_THREADPOOL_SIZE is not set, so libuv's pool has 4 threads and llama.cpp's decode and "

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatChoice } from "../../src/conversation/chatChoice.js";
-import type { GenerationSummary } from "../../src/generation/generateText.js";
+import { ChatChoice } from "../../src/core/chatChoice.js";
+import type { GenerationSummary } from "../../src/core/generateText.js";
 import { MessageBuilder, MessageEventWriter, stopReason, type MessagesEvent } from "../../src/anthropic/messageEvents.js";
 import { thinkingFromSignature, thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
 
@@ -79,13 +79,19 @@ function replay(chunks: readonly string[], fixture: Fixture, omitThinking = fals
     return events;
 }
 
+/** An event's data as the client's JSON parser hands it over. */
+function fields(event: MessagesEvent): Record<string, unknown> {
+    return event.data as unknown as Record<string, unknown>;
+}
+
 /** Checks the event grammar Anthropic's clients rely on; returns the blocks' types in order. */
 function checkGrammar(events: readonly MessagesEvent[]): string[] {
     assert.equal(events[0]!.event, "message_start");
     assert.deepEqual(events.slice(-2).map((event) => event.event), ["message_delta", "message_stop"]);
     const types: string[] = [];
     let open: { index: number; type: string; sawSignature: boolean } | undefined;
-    for (const { event, data } of events.slice(1, -2)) {
+    for (const { event, data: typed } of events.slice(1, -2)) {
+        const data = typed as unknown as Record<string, unknown>;
         assert.equal(data["type"], event, "the event name is the data's type");
         const index = data["index"] as number;
         if (event === "content_block_start") {
@@ -160,11 +166,11 @@ describe("Messages event writer", () => {
 
     it("message_start carries the prompt's usage; message_delta the final counts", () => {
         const events = replay(["hi\n</think>\n\nyo"], fixtures[0]!);
-        const start = events[0]!.data["message"] as Record<string, unknown>;
+        const start = fields(events[0]!)["message"] as Record<string, unknown>;
         assert.deepEqual(start["content"], []);
         assert.equal(start["stop_reason"], null);
         assert.deepEqual(start["usage"], { input_tokens: 32, cache_creation_input_tokens: 0, cache_read_input_tokens: 8, output_tokens: 0 });
-        const delta = events.at(-2)!.data;
+        const delta = fields(events.at(-2)!);
         assert.deepEqual(delta["delta"], { stop_reason: "end_turn", stop_sequence: null });
         assert.equal((delta["usage"] as Record<string, number>)["output_tokens"], 20);
     });
@@ -173,10 +179,10 @@ describe("Messages event writer", () => {
         const fixture = fixtures[1]!;
         const events = replay([fixture.text], fixture, true);
         checkGrammar(events);
-        assert.ok(!events.some((event) => (event.data["delta"] as { type?: string } | undefined)?.type === "thinking_delta"));
+        assert.ok(!events.some((event) => (fields(event)["delta"] as { type?: string } | undefined)?.type === "thinking_delta"));
         const builder = new MessageBuilder();
         builder.add(events);
-        const [thinking] = (builder.build()["content"] as { thinking: string; signature: string }[]);
+        const [thinking] = builder.build()["content"] as { thinking: string; signature: string }[];
         assert.equal(thinking!.thinking, "");
         assert.equal(thinkingFromSignature(thinking!.signature), "Need weather.");
     });

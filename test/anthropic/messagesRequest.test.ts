@@ -9,7 +9,7 @@ import { AuthenticationError, EngineOverloadedError, InvalidRequestError, ModelL
 /** Anthropic's request → Maple's internal request, and Maple's errors → Anthropic's shape. */
 
 const defaults = { temperature: 0.6, maxNewTokens: 4096, maxNewTokensLimit: 32768 };
-const parse = (body: Record<string, unknown>) => parseMessagesRequest({ model: "m", max_tokens: 100, ...body }, defaults);
+const parse = (body: Record<string, unknown>) => parseMessagesRequest({ model: "m", max_tokens: 100, ...body }, {}, defaults);
 const refused = (body: Record<string, unknown>): InvalidRequestError => {
     try {
         parse(body);
@@ -144,6 +144,28 @@ describe("Messages request", () => {
         assert.equal(refused({ max_tokens: undefined, messages: [{ role: "user", content: "x" }] }).param, "max_tokens");
         assert.equal(refused({ messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "f", input: "x" }] }, { role: "user", content: "x" }] }).param,
             "messages[0].content[0].input");
+    });
+
+    it("refuses two tools of one name (a deferred one too), naming the second", () => {
+        const error = refused({ messages: [{ role: "user", content: "x" }], tools: [weather, { ...weather, defer_loading: true }] });
+        assert.equal(error.param, "tools[1].name");
+        assert.equal(error.message, `Two tools are named '${weather.name}'; the model calls tools by name, so names must be unique.`);
+    });
+
+    it("takes the conversation key from metadata.user_id (OpenAI's user), else X-Session-Id", () => {
+        const body = { model: "m", max_tokens: 100, messages: [{ role: "user", content: "x" }] };
+        assert.equal(parseMessagesRequest({ ...body, metadata: { user_id: "u1" } }, { "x-session-id": "s" }, defaults).cacheKey, "user:u1");
+        assert.equal(parseMessagesRequest(body, { "x-session-id": "s" }, defaults).cacheKey, "session:s");
+        assert.equal(parseMessagesRequest({ ...body, user: "not-anthropic", metadata: "x" }, {}, defaults).cacheKey, undefined);
+    });
+
+    it("reads every shared sampling field, as the OpenAI formats do", () => {
+        const request = parse({ messages: [{ role: "user", content: "x" }], temperature: 0, top_p: 0.5, top_k: 5, min_p: 0.1, repetition_penalty: 1.2,
+            presence_penalty: 0.5, frequency_penalty: 0.25, seed: 3, ignore_eos: true, logit_bias: { 7: 1 } });
+        assert.deepEqual({ ...request.sampling, logitBias: [...request.sampling.logitBias!] }, {
+            temperature: 0, topP: 0.5, topK: 5, minP: 0.1, seed: 3, repetitionPenalty: 1.2, presencePenalty: 0.5, frequencyPenalty: 0.25,
+            ignoreEos: true, logitBias: [[7, 1]]
+        });
     });
 
     it("count_tokens reads the prompt part: no max_tokens needed", () => {

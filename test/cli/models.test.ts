@@ -6,16 +6,15 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
 import { modelsCommand, pullCommand, rmCommand, type CommandIo } from "../../src/cli/modelCommands.js";
 import { officialFiles, officialTq2File, standInModelBytes, startFakeHuggingFaceServer, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
+import { completeChunksSaved } from "../helpers/ipullChunkMap.js";
 import { waitFor } from "../helpers/waitFor.js";
 
 const repoRoot = new URL("../../../", import.meta.url).pathname;
 const bin = join(repoRoot, "bin", "maple.cjs");
 const MiB = 1024 * 1024;
-
 
 interface Finished {
     code: number | null;
@@ -138,7 +137,9 @@ describe("maple pull / models / rm", { timeout: 180_000 }, () => {
                 "two chunks done and one held", 60_000);
             // the client has them too (7.3 of 12.3 MB, with part of the held chunk: its progress line for 60%)
             await waitFor(() => (/: [6-9]\d%/.test(interrupted.stderr()) ? true : undefined), "the pull to report 60%", 60_000);
-            await sleep(500); // ipull saves its chunk map right after each chunk, asynchronously
+            // ipull saves its chunk map after each chunk, asynchronously: the resume below reads it.
+            await waitFor(async () => ((await completeChunksSaved(join(modelsDir, "hf"), big.length) ?? 0) >= 2 ? true : undefined),
+                "the chunk map saved with two chunks done", 60_000);
             interrupted.child.kill("SIGINT");
             const { code, stderr } = await interrupted.finished;
             assert.equal(code, 130, stderr);

@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, it } from "node:test";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { APICallError, generateText, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
-import { exactly } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 
 /**

@@ -4,6 +4,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { APICallError, generateText, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The Vercel AI SDK (`ai` + `@ai-sdk/openai-compatible`) against a real Maple server: what
@@ -12,7 +13,6 @@ import { startTestServer, type TestServer } from "../helpers/testServer.js";
  * into the request body as they are.
  */
 
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 const grammarOption = (text: string) => ({ maple: { grammar: exact(text) } });
 
 const answerText = "Let me add.\n</think>\n\nThe answer is 4.";

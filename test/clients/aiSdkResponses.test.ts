@@ -4,6 +4,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, Output, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The Vercel AI SDK's own OpenAI provider (`@ai-sdk/openai`) with its default model,
@@ -13,7 +14,6 @@ import { startTestServer, type TestServer } from "../helpers/testServer.js";
  * everything else is the SDK's own request, and Maple's answer goes back to it unchanged.
  */
 
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 const answerText = "Let me add.\n</think>\n\nThe answer is 4.";
 const weatherCall = "ok\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}\n</tool_call>";
 const sunnyText = "It is sunny.\n</think>\n\nLagos: 31 °C and sunny.";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import Anthropic, { AuthenticationError, BadRequestError, OverloadedError } from "@anthropic-ai/sdk";
 import type { MessageCreateParamsNonStreaming, MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
-import { exactly } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { waitForHealth } from "../helpers/waitFor.js";

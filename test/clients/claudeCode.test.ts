@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { exactly } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
+import { parseSse } from "../helpers/sse.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 
 /**
@@ -52,8 +53,9 @@ function grammarProxy(maple: TestServer, exchanges: Exchange[]): Server {
             const answer = await fetch(`${maple.url}${path}`, { method: request.method ?? "POST", headers, body: JSON.stringify(sent) });
             const text = await answer.text();
             const exchange: Exchange = { path, headers: request.headers, body, status: answer.status };
-            const delta = text.split("\n").find((line) => line.startsWith("data: {\"type\":\"message_delta\""));
-            if (delta !== undefined) exchange.usage = (JSON.parse(delta.slice("data: ".length)) as { usage: Exchange["usage"] }).usage;
+            const delta = answer.headers.get("content-type")?.startsWith("text/event-stream") === true
+                ? parseSse(text).find((event) => event.event === "message_delta") : undefined;
+            if (delta !== undefined) exchange.usage = (JSON.parse(delta.data) as { usage: Exchange["usage"] }).usage;
             exchanges.push(exchange);
             response.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
             response.end(text);

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The Codex CLI (`@openai/codex` 0.171.0, its Linux binary) runs `codex exec` with Maple as a
@@ -20,7 +21,6 @@ import { startTestServer, type TestServer } from "../helpers/testServer.js";
  */
 
 const codexLauncher = new URL("../../../node_modules/@openai/codex/bin/codex.js", import.meta.url).pathname;
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 
 interface Proxied {
     body: Record<string, unknown>;

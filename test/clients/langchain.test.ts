@@ -5,14 +5,13 @@ import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { z } from "zod";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * LangChain's `ChatOpenAI` (`@langchain/openai` on `@langchain/core`) against a real Maple
  * server. Maple's `grammar` field is sent with `modelKwargs`, which LangChain merges into the
  * request body.
  */
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 
 const answerText = "Let me add.\n</think>\n\nThe answer is 4.";
 const weatherCallText = "ok\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}\n</tool_call>";

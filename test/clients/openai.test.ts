@@ -5,14 +5,13 @@ import type {
     ChatCompletionAssistantMessageParam, ChatCompletionChunk, ChatCompletionMessage, ChatCompletionMessageFunctionToolCall, ChatCompletionTool
 } from "openai/resources/chat/completions";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The official `openai` package against a real Maple server: what the SDK surfaces, read the way
  * an application reads it. The random-weight model writes exact text through Maple's `grammar`
  * field, which constrains the raw output (the template has already opened `<think>`).
  */
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 
 /** `grammar` is a Maple extension; the SDK sends unknown body fields as they are. */
 const withGrammar = <T extends object>(params: T, text: string): T => ({ ...params, grammar: exact(text) });

@@ -3,6 +3,7 @@ import { register } from "node:module";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 // The SDK needs zod 4, Maple has zod 3: see zodForAgents.ts. Imported only after the hook is in place.
 register(new URL("../helpers/zodForAgents.js", import.meta.url));
@@ -15,8 +16,6 @@ const { Agent, run, setDefaultOpenAIClient, setTracingDisabled, tool } = await i
  * each request (from a queue) so the random-weight model writes the exact turns; everything else
  * is the SDK's own request.
  */
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 
 describe("OpenAI Agents SDK client", () => {
     let server: TestServer;

@@ -5,6 +5,7 @@ import { zodTextFormat } from "openai/helpers/zod";
 import type { FunctionTool, ResponseCreateParamsNonStreaming, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import { z } from "zod";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The official `openai` package's Responses API against a real Maple server, read the way an
@@ -12,7 +13,6 @@ import { startTestServer, type TestServer } from "../helpers/testServer.js";
  * field (a body field the SDK passes through), which constrains the raw output.
  */
 
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 /** `grammar` is a Maple extension; the SDK sends unknown body fields as they are. */
 const withGrammar = <T extends object>(params: T, text: string): T => ({ ...params, grammar: exact(text) });
 

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Ajv } from "ajv";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
@@ -41,13 +42,14 @@ function objects(path: string): KubeObject[] {
 
 const models: Record<string, new (data: never) => { validate(): void }> = {
     "apps/v1/Deployment": Deployment,
+    "apps/v1/StatefulSet": StatefulSet,
     "v1/Service": Service,
     "v1/ConfigMap": ConfigMap,
     "v1/PersistentVolumeClaim": PersistentVolumeClaim,
     "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler
 };
 
-const kubernetesFiles = ["kubernetes/maple.yaml", "kubernetes/hpa.yaml", "kubernetes/inference-pool.yaml"];
+const kubernetesFiles = ["kubernetes/maple.yaml", "kubernetes/hpa.yaml", "kubernetes/inference-pool.yaml", "kubernetes/redis.yaml"];
 const all = kubernetesFiles.flatMap(objects);
 const find = (kind: string, name?: string): KubeObject => {
     const found = all.find((object) => object.kind === kind && (name === undefined || object.metadata.name === name));
@@ -143,6 +145,9 @@ describe("deploy/kubernetes", () => {
         for (const variable of container.env) assert.ok(known.has(variable.name), `${variable.name} is a Maple setting`);
         assert.equal(env("MAPLE_THREADS"), container.resources.requests.cpu);
         assert.equal(env("MAPLE_METRICS_PUBLIC"), "true");
+        // The response store is the Redis Service of redis.yaml, on its port.
+        const redisService = find("Service", "maple-redis") as KubeObject & { spec: { ports: { port: number }[] } };
+        assert.equal(env("MAPLE_RESPONSES_STORE"), `redis://${redisService.metadata.name}:${redisService.spec.ports[0]!.port}`);
         assert.equal(container.readinessProbe.httpGet.path, "/health");
         assert.equal(container.livenessProbe.httpGet.path, "/livez");
         const [sleep, seconds] = container.lifecycle.preStop.exec.command;

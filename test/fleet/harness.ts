@@ -2,10 +2,13 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../helpers/freePort.js";
+import { exact } from "../helpers/grammar.js";
 import { Exposition } from "../helpers/prometheus.js";
+import { parseSse } from "../helpers/sse.js";
 import { testModelsDir } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 
@@ -17,18 +20,6 @@ import { waitFor } from "../helpers/waitFor.js";
 
 const repoRoot = new URL("../../../", import.meta.url).pathname;
 const bin = join(repoRoot, "bin", "maple.cjs");
-
-/** A free loopback port (bound, then released: the caller binds it at once). */
-export async function freePort(): Promise<number> {
-    const server = createServer();
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const address = server.address();
-    assert.ok(address !== null && typeof address === "object");
-    server.close();
-    await once(server, "close");
-    return address.port;
-}
 
 export interface Replica {
     /** Its MAPLE_REPLICA_ID, as `x-maple-replica` shows it; also its server name in the balancers. */
@@ -286,7 +277,7 @@ export async function chat(baseUrl: string, request: ChatRequest): Promise<ChatO
     const body: Record<string, unknown> = {
         messages: request.messages,
         max_tokens: 64,
-        grammar: `root ::= ${JSON.stringify(request.answer)}`,
+        grammar: exact(request.answer),
         // The answer as content (Maple's template opens a think block otherwise).
         chat_template_kwargs: { enable_thinking: false },
         stream: request.stream === true,
@@ -308,7 +299,7 @@ export async function chat(baseUrl: string, request: ChatRequest): Promise<ChatO
             const parsed = JSON.parse(text) as { choices: { message: { content: string } }[]; usage: ChatOutcome["usage"] };
             return { status, replica, ok: true, text: parsed.choices[0]?.message.content ?? "", usage: parsed.usage };
         }
-        const events = text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice(6));
+        const events = parseSse(text).map((event) => event.data);
         if (events.at(-1) !== "[DONE]") return { status, replica, ok: false, text: "", usage: undefined, failure: "the stream ended without [DONE]" };
         const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as {
             error?: unknown; usage?: ChatOutcome["usage"] | null; choices?: { delta?: { content?: string } }[];

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { Exposition } from "../helpers/prometheus.js";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { exact } from "../helpers/grammar.js";
+import { readSse, sseData } from "../helpers/sse.js";
 
 async function scrape(server: TestServer): Promise<Exposition> {
     return new Exposition(await (await server.request("/metrics")).text());
@@ -136,5 +136,5 @@ interface StreamEvent {
 }
 
 function readSseText(text: string): StreamEvent[] {
-    return text.split("\n\n").filter((event) => event.startsWith("data: {")).map((event) => JSON.parse(event.slice(6)) as StreamEvent);
+    return sseData(text).filter((event) => event !== "[DONE]") as StreamEvent[];
 }

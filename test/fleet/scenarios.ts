@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { waitFor } from "../helpers/waitFor.js";
+import { cachedOf, responsesTurn, send } from "./conversationScenarios.js";
 import {
     chat, replicaMetrics, spawnReplica, startReplicas, stopReplicas, waitHealthy,
     type Balancer, type ChatOutcome, type ChatRequest, type Replica
@@ -81,6 +82,20 @@ export function fleetScenarios(kind: Balancer["kind"], startBalancer: (replicas:
                 seen.add(outcome.replica!);
             }
             assert.deepEqual([...seen].sort(), replicas.map((replica) => replica.name).sort());
+        });
+
+        it("keeps a Responses conversation by previous_response_id alone on its replica, whose memory store continues it (8 of 8 turns)", async () => {
+            let previous: string | undefined;
+            const seen = new Set<string | undefined>();
+            for (let turn = 0; turn < 8; turn += 1) {
+                const answer = await send(balancer.url, "/v1/responses", responsesTurn(`memory-${kind} turn ${turn}`, previous));
+                assert.equal(answer.status, 200, `turn ${turn}: ${JSON.stringify(answer.body)}`);
+                if (turn > 0) assert.ok(cachedOf(answer) > 0, `turn ${turn} cached`);
+                seen.add(answer.replica);
+                previous = answer.body["id"] as string;
+            }
+            assert.equal(seen.size, 1, `one replica: ${[...seen].join(", ")}`);
+            assert.equal((await send(balancer.url, `/v1/responses/${previous!}`)).status, 200, "GET finds it on its replica");
         });
 
         it("retries a full replica's 503s on the others: the client sees none", async () => {

@@ -2,10 +2,12 @@
  * The HTTP edge under hostile input, property-based (fast-check) against a live server on
  * maple-tiny: thousands of generated bodies (malformed and truncated JSON, wrong content types,
  * deep nesting, invalid UTF-8, lone surrogates, NUL bytes, wrong types and out-of-range numbers in
- * every field, absurd conversations, tools, grammars, prompts) and paths. Every answer must be a
- * 2xx, or a 4xx in OpenAI's exact error shape without internals; never a 5xx, never an in-band
- * error in a 200 stream. After each property the server still answers /health and a valid request
- * with the exact text its grammar forces.
+ * every field, absurd conversations, tools, grammars, prompts) and paths, on OpenAI's routes,
+ * Anthropic's /v1/messages and the Responses API. Every answer must be a 2xx, or a 4xx in the
+ * route's exact error shape without internals (Anthropic's `{"type":"error","error":{type,message}}`
+ * on /v1/messages, OpenAI's elsewhere); never a 5xx, never an in-band error in a 200 stream. After
+ * each property the server still answers /health and a valid request of each API with the exact
+ * text its grammar forces.
  *
  * A failure prints fast-check's seed and path; replay it with FUZZ_SEED=<seed>.
  */
@@ -19,15 +21,17 @@ import { maxJsonDepth } from "../../src/http/jsonBody.js";
 import { webUiPaths } from "../../src/http/routes/webUi.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import {
-    chatFields, completionFields, damage, hasLoneSurrogate, mutatedBody, nested, oddText, promptPastContext, textDamage, toJsonText, vocabularySize
+    chatFields, completionFields, damage, hasLoneSurrogate, messagesFields, mutatedBody, nested, oddText, ollamaFields, promptPastContext, responsesFields,
+    textDamage, toJsonText, vocabularySize
 } from "./wireArbitraries.js";
+import { exact } from "../helpers/grammar.js";
+import { parseSse } from "../helpers/sse.js";
 
 /** Statuses a client may get for its own input (401 only with a key, which this server has none of). */
 const clientStatuses = new Set([200, 400, 401, 404, 413, 415]);
 
 /** The server's body limit here: small, so a 413 is cheap, and large enough for 10k messages. */
 const maxBodyBytes = 1024 * 1024;
-
 
 /** Generous: every valid body here generates at most 4 tokens. */
 const unansweredAfterMs = 60_000;
@@ -63,6 +67,39 @@ function assertErrorShape(text: string, context: string): WireError["error"] {
     return error;
 }
 
+/** Anthropic's error types (src/anthropic/errorFormat.ts). */
+const anthropicErrorTypes = new Set(["invalid_request_error", "authentication_error", "not_found_error", "request_too_large", "api_error", "overloaded_error"]);
+
+/** An error as both shapes carry it: its type and message (OpenAI's also has param and code). */
+interface ShapedError {
+    type: string;
+    message: string;
+    param?: string | null;
+    code?: string | null;
+}
+
+/** Exactly Anthropic's error shape, without internals; returns the error. */
+function assertAnthropicErrorShape(text: string, context: string): ShapedError {
+    const body = JSON.parse(text) as { type: string; error: ShapedError };
+    assert.deepEqual(Object.keys(body).sort(), ["error", "type"], `only 'type' and 'error' at the top: ${context}`);
+    assert.equal(body.type, "error", context);
+    const error = body.error;
+    assert.deepEqual(Object.keys(error).sort(), ["message", "type"], `Anthropic's error fields: ${context}`);
+    assert.equal(typeof error.message, "string", context);
+    assert.ok(error.message.length > 0, context);
+    assert.ok(anthropicErrorTypes.has(error.type), `one of Anthropic's error types: ${context}`);
+    assert.ok(!text.includes("/work/") && !text.includes("node_modules") && !text.includes("    at "), `no file paths or stack frames: ${context}`);
+    return error;
+}
+
+/** Which API a route speaks: its error shape and what its 200s look like. */
+type WireFormat = "openai" | "anthropic" | "responses";
+
+function formatOf(path: string): WireFormat {
+    if (path.startsWith("/v1/messages")) return "anthropic";
+    return path.startsWith("/v1/responses") ? "responses" : "openai";
+}
+
 let rawSent = 0;
 
 /** Writes raw bytes to the server and reads until it closes: for what fetch cannot send. */
@@ -90,7 +127,8 @@ function isJsonType(type: string | null): boolean {
 
 const completionBase = { prompt: "Hi", max_tokens: 2 };
 const chatBase = { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 };
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+const messagesBase = { model: "maple-preview", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 };
+const responsesBase = { input: "Hi", max_output_tokens: 2 };
 const webChatPaths = new Set(webUiPaths({ webUi: true }));
 
 describe("hostile requests against a live server (fuzz)", () => {
@@ -119,13 +157,19 @@ describe("hostile requests against a live server (fuzz)", () => {
         return { status: response.status, contentType: response.headers.get("content-type") ?? "", text: await response.text() };
     }
 
-    /** The contract for every answer to client input. Returns the error, if it was one. */
-    function checkAnswer(answer: Answer, what: string): WireError["error"] | undefined {
+    /** The contract for every answer to client input, in `format`'s shapes. Returns the error, if it was one. */
+    function checkAnswer(answer: Answer, what: string): WireError["error"] | undefined;
+    function checkAnswer(answer: Answer, what: string, format: WireFormat): ShapedError | undefined;
+    function checkAnswer(answer: Answer, what: string, format: WireFormat = "openai"): ShapedError | undefined {
         const context = `${what} → ${answer.status} ${answer.text.slice(0, 300)}`;
         assert.ok(clientStatuses.has(answer.status), `a status for client input: ${context}`);
+        if (answer.status === 200 && format !== "openai") {
+            checkNamedEventAnswer(answer, format, context);
+            return undefined;
+        }
         if (answer.status === 200) {
             if (answer.contentType.startsWith("text/event-stream")) {
-                const events = answer.text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice(6));
+                const events = parseSse(answer.text).map((event) => event.data);
                 assert.equal(events.at(-1), "[DONE]", `a stream ends with [DONE]: ${context}`);
                 for (const event of events.slice(0, -1)) {
                     assert.ok(!("error" in (JSON.parse(event) as object)), `no in-band error in a stream: ${context}`);
@@ -136,13 +180,57 @@ describe("hostile requests against a live server (fuzz)", () => {
             return undefined;
         }
         assert.match(answer.contentType, /^application\/json/, context);
-        return assertErrorShape(answer.text, context);
+        return format === "anthropic" ? assertAnthropicErrorShape(answer.text, context) : assertErrorShape(answer.text, context);
+    }
+
+    /** A 200 of /v1/messages or /v1/responses: a whole object that is no error, or a named-event stream that ends as it should. */
+    function checkNamedEventAnswer(answer: Answer, format: "anthropic" | "responses", context: string): void {
+        if (!answer.contentType.startsWith("text/event-stream")) {
+            const body = JSON.parse(answer.text) as { type?: string; error?: unknown; status?: string };
+            assert.ok(format === "anthropic" ? !("error" in body) && body.type !== "error" : body.error == null && body.status !== "failed", `a 200 is no error: ${context}`);
+            return;
+        }
+        const events = parseSse(answer.text);
+        assert.ok(events.length > 0, context);
+        for (const event of events) {
+            assert.ok(event.event !== undefined, `every event is named: ${context}`);
+            assert.equal((JSON.parse(event.data) as { type: string }).type, event.event, `an event's name is its type: ${context}`);
+        }
+        const names = events.map((event) => event.event);
+        assert.ok(!names.includes("error") && !names.includes("response.failed"), `no in-band error in a stream: ${context}`);
+        const ends = format === "anthropic" ? ["message_stop"] : ["response.completed", "response.incomplete"];
+        assert.ok(ends.includes(names.at(-1)!), `the stream ends with ${ends.join(" or ")}: ${context}`);
+    }
+
+    /** The same contract on Ollama's routes: a 200 (NDJSON lines or one object, none an error) or a 4xx `{"error": "…"}`. */
+    function checkOllamaAnswer(answer: Answer, what: string): void {
+        const context = `${what} → ${answer.status} ${answer.text.slice(0, 300)}`;
+        assert.ok(clientStatuses.has(answer.status), `a status for client input: ${context}`);
+        if (answer.status === 200) {
+            if (!answer.contentType.startsWith("application/")) return;
+            for (const line of answer.text.split("\n").filter((text) => text !== "")) {
+                assert.ok(!("error" in (JSON.parse(line) as object)), `no in-band error in a 200: ${context}`);
+            }
+            return;
+        }
+        assert.match(answer.contentType, /^application\/json/, context);
+        const error = JSON.parse(answer.text) as Record<string, unknown>;
+        assert.deepEqual(Object.keys(error), ["error"], `Ollama's shape: ${context}`);
+        assert.ok(typeof error["error"] === "string" && error["error"] !== "", context);
+        assert.ok(!answer.text.includes("/work/") && !answer.text.includes("    at "), `no file paths or stack frames: ${context}`);
     }
 
     async function post(path: string, body: string | Uint8Array, contentType?: string | null): Promise<WireError["error"] | undefined> {
         const answer = await send({ path, body, contentType });
         const shown = typeof body === "string" ? body : Buffer.from(body).toString("latin1");
         return checkAnswer(answer, `POST ${path} ${shown.slice(0, 200)}`);
+    }
+
+    /** POST to /v1/messages or /v1/responses (or their token counters), checked in that route's shapes. */
+    async function postTo(path: string, body: string | Uint8Array, contentType?: string | null): Promise<{ answer: Answer; error: ShapedError | undefined }> {
+        const answer = await send({ path, body, contentType });
+        const shown = typeof body === "string" ? body : Buffer.from(body).toString("latin1");
+        return { answer, error: checkAnswer(answer, `POST ${path} ${shown.slice(0, 200)}`, formatOf(path)) };
     }
 
     /** The server still serves: /health, and a valid request of each kind with its exact text. */
@@ -159,6 +247,12 @@ describe("hostile requests against a live server (fuzz)", () => {
         });
         assert.equal(chat.status, 200);
         assert.equal((await chat.json() as { choices: { message: { content: string } }[] }).choices[0]!.message.content, "yes");
+        const message = await server.post("/v1/messages", { ...messagesBase, thinking: { type: "disabled" }, max_tokens: 4, grammar: exact("sure") });
+        assert.equal(message.status, 200);
+        assert.deepEqual((await message.json() as { content: { type: string; text?: string }[] }).content, [{ type: "text", text: "sure" }]);
+        const response = await server.post("/v1/responses", { ...responsesBase, reasoning: { effort: "none" }, max_output_tokens: 4, grammar: exact("fine") });
+        assert.equal(response.status, 200);
+        assert.equal((await response.json() as { output_text: string }).output_text, "fine");
         t.diagnostic(`${property}: ${sent - runsBefore} requests in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
     }
 
@@ -184,6 +278,14 @@ describe("hostile requests against a live server (fuzz)", () => {
         await fuzz(t, "chat fields", mutatedBody(chatBase, chatFields), 2500, async (body) => {
             const error = await post("/v1/chat/completions", toJsonText(body));
             if (hasLoneSurrogate(body)) assert.equal(error?.type, "invalid_request_error", "a lone surrogate is refused");
+        });
+    });
+
+    it("Ollama's /api/chat and /api/generate bodies: a 200 (NDJSON lines without errors) or a 4xx in Ollama's shape", async (t) => {
+        const route = fc.constantFrom("/api/chat", "/api/generate");
+        const base = { model: "maple-preview", messages: [{ role: "user", content: "Hi" }], prompt: "Hi", options: { num_predict: 2 } };
+        await fuzz(t, "ollama fields", fc.tuple(route, mutatedBody(base, ollamaFields)), 1200, async ([path, body]) => {
+            checkOllamaAnswer(await send({ path, body: toJsonText(body) }), `POST ${path} ${toJsonText(body).slice(0, 200)}`);
         });
     });
 
@@ -265,7 +367,8 @@ describe("hostile requests against a live server (fuzz)", () => {
         const path = fc.oneof(
             fc.constantFrom("/", "/v1", "/v1/", "/v2/completions", "/v1/chat", "/v1/models/", "/health/", "/v1/engines", "//v1/models",
                 "/v1/models/%E0%A4%A", "/v1/models/%00", "/v1/models/%ZZ", `/v1/models/${"x".repeat(500)}`, "/v1/models/maple-preview",
-                "/health?verbose=%", "/v1/models?x[y]=1&x=2"),
+                "/health?verbose=%", "/v1/models?x[y]=1&x=2",
+                "/api/tags", "/api/ps", "/api/version", "/api/show", "/api/delete", "/api/nope", "/api"),
             fc.webPath().map((webPath) => `/${webPath.replace(/^\/+/, "")}`),
             fc.string({ maxLength: 40 }).map((id) => `/v1/models/${encodeURIComponent(id)}`)
         );
@@ -278,6 +381,8 @@ describe("hostile requests against a live server (fuzz)", () => {
             }
             // The web chat's page and assets are the one non-JSON answer (src/http/routes/webUi.ts).
             if (verb === "GET" && webChatPaths.has(route.split("?")[0]!)) return assert.equal(answer.status, 200, `GET ${route}`);
+            // Ollama's routes (and any other /api path) answer in Ollama's shape.
+            if (/^\/api(\/|$|\?)/.test(route)) return checkOllamaAnswer(answer, `${verb} ${route}`);
             checkAnswer(answer, `${verb} ${route}`);
         });
     });
@@ -388,6 +493,128 @@ describe("hostile requests against a live server (fuzz)", () => {
         assertErrorShape(bareLf.body, "bare LF line ends");
         sent += rawSent - rawBefore;
         await assertStillServing(t, "HTTP parser errors", runsBefore, startedAt);
+    });
+
+    /** Half the bodies change only the fields that carry structure (conversation, tools, formats), where a parser reads deepest. */
+    function mostlyStructure(base: Record<string, unknown>, fields: Record<string, fc.Arbitrary<unknown>>, structural: readonly string[]): fc.Arbitrary<Record<string, unknown>> {
+        const picked = Object.fromEntries(structural.map((name) => [name, fields[name]!]));
+        return fc.oneof(mutatedBody(base, fields), mutatedBody(base, picked, 2));
+    }
+
+    const messagesPaths = fc.constantFrom("/v1/messages", "/v1/messages", "/v1/messages/count_tokens");
+    const responsesPaths = fc.constantFrom("/v1/responses", "/v1/responses", "/v1/responses/input_tokens");
+    const namedEventPaths = fc.oneof(messagesPaths, responsesPaths);
+
+    it("messages bodies with wrong types, absurd Anthropic conversations, content blocks, tools, tool_choice and thinking", async (t) => {
+        await fuzz(t, "messages fields", fc.tuple(messagesPaths, mostlyStructure(messagesBase, messagesFields, ["messages", "system", "tools", "tool_choice", "thinking", "output_config"])), 2000, async ([path, body]) => {
+            const { error } = await postTo(path, toJsonText(body));
+            if (hasLoneSurrogate(body)) assert.equal(error?.type, "invalid_request_error", "a lone surrogate is refused");
+        });
+    });
+
+    /** A stored response of this server: its id and its output items' ids, which valid continuations name. */
+    async function storedResponse(): Promise<{ id: string; itemIds: string[] }> {
+        const response = await server.post("/v1/responses", { input: "Store this.", reasoning: { effort: "none" }, max_output_tokens: 4, grammar: exact("kept") });
+        assert.equal(response.status, 200, await response.clone().text());
+        const body = await response.json() as { id: string; output: { id: string }[] };
+        return { id: body.id, itemIds: body.output.map((item) => item.id) };
+    }
+
+    it("responses bodies with wrong types, every input item type, tools, namespaces, text formats and continuations", async (t) => {
+        const stored = await storedResponse();
+        const fields = responsesFields([stored.id], stored.itemIds);
+        await fuzz(t, "responses fields", fc.tuple(responsesPaths, mostlyStructure(responsesBase, fields, ["input", "tools", "tool_choice", "text"])), 2000, async ([path, body]) => {
+            const { error } = await postTo(path, toJsonText(body));
+            if (hasLoneSurrogate(body)) assert.equal(error?.type, "invalid_request_error", "a lone surrogate is refused");
+        });
+    });
+
+    it("malformed, truncated and corrupted JSON text on /v1/messages and /v1/responses", async (t) => {
+        const stored = await storedResponse();
+        const bodies = fc.oneof(mutatedBody(messagesBase, messagesFields, 2), mutatedBody(responsesBase, responsesFields([stored.id], stored.itemIds), 2));
+        await fuzz(t, "damaged JSON text (messages, responses)", fc.tuple(namedEventPaths, bodies, textDamage), 800, async ([path, body, hurt]) => {
+            const bytes = damage(toJsonText(body), hurt);
+            const { error } = await postTo(path, bytes);
+            if (!isUtf8(bytes)) assert.equal(error?.type, "invalid_request_error", "invalid UTF-8 is refused");
+        });
+    });
+
+    it("random bodies, non-object JSON, deep nesting and wrong content types on /v1/messages and /v1/responses", async (t) => {
+        const bodyText = fc.oneof(
+            fc.json({ maxDepth: 3 }),
+            fc.string({ maxLength: 60 }),
+            fc.uint8Array({ maxLength: 60 }),
+            fc.constantFrom("", " ", "null", "[]", "{", "{}", "{\"messages\":[]}", "{\"input\":[]}", "{\"max_tokens\":1}", "\ufeff{}"),
+            fc.tuple(fc.constantFrom<(inner: string) => string>(
+                (inner) => inner,
+                (inner) => `{"messages":[{"role":"user","content":${inner}}],"max_tokens":1}`,
+                (inner) => `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":1,"tools":[{"name":"f","input_schema":{"x":${inner}}}]}`,
+                (inner) => `{"input":${inner}}`,
+                (inner) => `{"input":"Hi","metadata":${inner}}`
+            ), fc.oneof(fc.integer({ min: 1, max: 200 }), fc.constant(10_000)), fc.constantFrom("array" as const, "object" as const))
+                .map(([wrap, levels, kind]) => wrap(nested(levels, kind)))
+        );
+        const contentType = fc.oneof(
+            { weight: 3, arbitrary: fc.constant(undefined) },
+            { weight: 1, arbitrary: fc.constantFrom<string | null>(null, "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "APPLICATION/JSON") }
+        );
+        await fuzz(t, "bodies and content types (messages, responses)", fc.tuple(namedEventPaths, bodyText, contentType), 600, async ([path, body, type]) => {
+            const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
+            const { answer } = await postTo(path, bytes, type);
+            if (bytes.length === 0 || type === undefined) return;
+            if (isJsonType(type)) assert.notEqual(answer.status, 415, `${type} is JSON`);
+            else assert.equal(answer.status, 415, `a body that is not UTF-8 JSON is refused by its type (${type})`);
+        });
+    });
+
+    it("the Responses API's companion routes with odd ids, methods and list queries", async (t) => {
+        const stored = await storedResponse();
+        const id = fc.oneof(fc.constantFrom(stored.id, "resp_nope", "", "%00", "x".repeat(300)), fc.string({ maxLength: 20 }).map(encodeURIComponent));
+        const query = fc.oneof(
+            fc.constant(""),
+            fc.record({
+                limit: fc.oneof(fc.constantFrom("0", "1", "100", "101", "-1", "1.5", "abc", ""), fc.nat().map(String)),
+                order: fc.constantFrom("asc", "desc", "up", ""),
+                after: fc.constantFrom(...stored.itemIds, "msg_nope", "")
+            }, { requiredKeys: [] }).map((fields) => `?${new URLSearchParams(fields).toString()}`)
+        );
+        const route = fc.constantFrom(["GET", ""], ["DELETE", ""], ["GET", "/input_items"], ["POST", "/cancel"]);
+        await fuzz(t, "responses companion routes", fc.tuple(route, id, query), 300, async ([[method, tail], responseId, search]) => {
+            const path = `/v1/responses/${responseId}${tail}${search}`;
+            // Never the stored one: the later properties' continuations name it.
+            if (method === "DELETE" && responseId === stored.id) return;
+            const answer = await send({ method, path, body: method === "POST" ? "{}" : undefined });
+            checkAnswer(answer, `${method} ${path}`, "responses");
+        });
+    });
+
+    it("named hostile inputs on /v1/messages and /v1/responses get a 4xx in their route's shape", async (t) => {
+        const runsBefore = sent;
+        const startedAt = Date.now();
+        const user = [{ role: "user", content: "x" }];
+        const cases: [string, string, unknown, number, string][] = [
+            ["messages: no max_tokens", "/v1/messages", { messages: user }, 400, "invalid_request_error"],
+            ["messages: an empty conversation", "/v1/messages", { messages: [], max_tokens: 1 }, 400, "invalid_request_error"],
+            ["messages: an assistant prefill", "/v1/messages", { messages: [...user, { role: "assistant", content: "y" }], max_tokens: 1 }, 400, "invalid_request_error"],
+            ["messages: an image", "/v1/messages", { messages: [{ role: "user", content: [{ type: "image", source: {} }] }], max_tokens: 1 }, 400, "invalid_request_error"],
+            ["messages: a server tool", "/v1/messages", { messages: user, max_tokens: 1, tools: [{ type: "web_search_20250305", name: "web_search" }] }, 400, "invalid_request_error"],
+            ["messages: a budget past max_tokens", "/v1/messages", { messages: user, max_tokens: 2, thinking: { type: "enabled", budget_tokens: 2 } }, 400, "invalid_request_error"],
+            ["messages: a prompt past the context", "/v1/messages", { messages: [{ role: "user", content: promptPastContext }], max_tokens: 1 }, 400, "invalid_request_error"],
+            ["count_tokens: no messages", "/v1/messages/count_tokens", {}, 400, "invalid_request_error"],
+            ["responses: no input", "/v1/responses", {}, 400, "invalid_request_error"],
+            ["responses: background", "/v1/responses", { input: "x", background: true }, 400, "invalid_request_error"],
+            ["responses: a hosted tool", "/v1/responses", { input: "x", tools: [{ type: "web_search" }] }, 400, "invalid_request_error"],
+            ["responses: an unknown previous response", "/v1/responses", { input: "x", previous_response_id: "resp_nope" }, 404, "not_found_error"],
+            ["responses: an unknown item reference", "/v1/responses", { input: [{ type: "item_reference", id: "msg_nope" }] }, 404, "not_found_error"],
+            ["responses: a null tool in a namespace", "/v1/responses", { input: "x", tools: [{ type: "namespace", name: "ns", tools: [null] }] }, 400, "invalid_request_error"],
+            ["responses: a null input item", "/v1/responses", { input: [null] }, 400, "invalid_request_error"],
+            ["input_tokens: a prompt past the context", "/v1/responses/input_tokens", { input: promptPastContext.repeat(20) }, 400, "invalid_request_error"]
+        ];
+        for (const [name, path, body, status, type] of cases) {
+            const { answer, error } = await postTo(path, JSON.stringify(body));
+            assert.deepEqual([answer.status, error?.type], [status, type], `${name}: ${answer.text}`);
+        }
+        await assertStillServing(t, "named inputs (messages, responses)", runsBefore, startedAt);
     });
 
     it("counts", (t) => {

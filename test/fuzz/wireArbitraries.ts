@@ -338,3 +338,247 @@ export function damage(text: string, hurt: TextDamage): Uint8Array {
 export function nested(depth: number, kind: "array" | "object", inner = "1"): string {
     return kind === "array" ? "[".repeat(depth) + inner + "]".repeat(depth) : "{\"a\":".repeat(depth) + inner + "}".repeat(depth);
 }
+
+/** An Ollama message: its roles (and unknown ones), `thinking`, object tool-call arguments, `images`, `tool_name`. */
+const ollamaMessage = fc.record({
+    role: field(fc.constantFrom("system", "user", "assistant", "tool", "USER", "wizard", "developer", "")),
+    content: field(oddText, fc.constant("Hi")),
+    thinking: field(oddText),
+    images: field(fc.constantFrom([], ["aGk="])),
+    tool_calls: field(fc.array(fc.record({ function: field(fc.record({ name: field(fc.constantFrom("get_weather", "")), arguments: toolArguments })) }), { maxLength: 2 })),
+    tool_name: field(oddText),
+    tool_call_id: field(oddText)
+}, { requiredKeys: [] });
+
+/** Ollama's `options` (api.Options): the sampling ones, the ignored ones, and wrong types. */
+const ollamaOptions = fc.record({
+    temperature: samplingFields["temperature"]!, top_p: probability, top_k: samplingFields["top_k"]!, min_p: probability,
+    seed: samplingFields["seed"]!, num_predict: field(fc.constantFrom(-2, -1, 0, 1, 4, 1e308), fc.integer({ min: -5, max: 8 })),
+    stop: field(fc.array(fc.string({ maxLength: 4 }), { maxLength: 20 }), oddText), repeat_penalty: samplingFields["repetition_penalty"]!,
+    presence_penalty: samplingFields["presence_penalty"]!, frequency_penalty: samplingFields["frequency_penalty"]!,
+    num_ctx: field(fc.constantFrom(1, 2048, 1 << 20, 0, -1)), mirostat: anyValue, num_gpu: anyValue
+}, { requiredKeys: [] });
+
+/** The fields of Ollama's /api/chat and /api/generate. */
+export const ollamaFields: Record<string, fc.Arbitrary<Field>> = {
+    model: field(fc.constantFrom("maple-preview", "maple-preview:latest", "llama3.2", ""), oddText),
+    messages: field(fc.array(ollamaMessage, { minLength: 1, maxLength: 4 }), fc.constantFrom([], [{ role: "user", content: promptPastContext }])),
+    prompt: field(oddText, fc.constantFrom("", promptPastContext)),
+    system: field(oddText),
+    suffix: field(oddText),
+    raw: field(fc.boolean()),
+    template: field(oddText),
+    context: field(fc.array(fc.integer(), { maxLength: 3 })),
+    images: field(fc.constantFrom([], ["aGk="])),
+    tools: field(fc.array(tool, { maxLength: 2 })),
+    think: field(fc.constantFrom(true, false, "low", "medium", "high", "max", "very")),
+    format: field(fc.constantFrom("json", "", "yaml"), schema),
+    options: field(ollamaOptions),
+    stream: field(fc.boolean()),
+    keep_alive: field(fc.constantFrom("5m", 0, -1, "forever")),
+    logprobs: field(fc.boolean()),
+    top_logprobs: field(fc.constantFrom(0, 5, 20, 21, -1)),
+    grammar
+};
+
+/** The sampling fields Anthropic's route takes besides its own (`max_tokens`, `stop_sequences`, `stream`). */
+const anthropicSampling: Record<string, fc.Arbitrary<Field>> = Object.fromEntries(["model", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+    "presence_penalty", "frequency_penalty", "seed", "ignore_eos", "logit_bias", "grammar"].map((name) => [name, samplingFields[name]!]));
+
+const anthropicText = fc.record({ type: fc.constant("text"), text: field(oddText), cache_control: field(fc.constant({ type: "ephemeral" })) }, { requiredKeys: ["type"] });
+
+/** Anthropic content blocks: every type a client sends (and some it should not), fields right and wrong. */
+const anthropicBlock: fc.Arbitrary<Field> = fc.oneof(
+    { weight: 4, arbitrary: anthropicText },
+    { weight: 1, arbitrary: fc.record({ type: fc.constant("thinking"), thinking: field(oddText), signature: field(oddText, fc.constant("")) }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: fc.record({ type: fc.constant("redacted_thinking"), data: field(oddText) }, { requiredKeys: ["type"] }) },
+    {
+        weight: 2, arbitrary: fc.record({
+            type: fc.constant("tool_use"), id: field(fc.constantFrom("toolu_1", "toolu_2", ""), oddText), name: field(fc.constantFrom("get_weather", "f", ""), oddText),
+            input: field(fc.constant({ city: "Lagos" }), fc.jsonValue({ maxDepth: 2 }))
+        }, { requiredKeys: ["type"] })
+    },
+    {
+        weight: 2, arbitrary: fc.record({
+            type: fc.constant("tool_result"), tool_use_id: field(fc.constantFrom("toolu_1", "toolu_2", "toolu_3", ""), oddText),
+            content: field(oddText, fc.array(anthropicText, { maxLength: 2 }), fc.array(anyValue, { maxLength: 2 })), is_error: field(fc.boolean())
+        }, { requiredKeys: ["type"] })
+    },
+    { weight: 1, arbitrary: fc.record({ type: fc.constantFrom("image", "document", "search_result", "server_tool_use", "container_upload", ""), source: anyValue }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: anyValue }
+);
+
+const anthropicContent = fc.oneof(
+    { weight: 4, arbitrary: oddText },
+    { weight: 3, arbitrary: fc.array(anthropicBlock, { maxLength: 3 }) },
+    { weight: 1, arbitrary: anyValue },
+    { weight: 1, arbitrary: fc.constant(omitted) }
+);
+
+const anthropicMessage = fc.oneof(
+    { weight: 8, arbitrary: fc.record({ role: fc.oneof(fc.constantFrom("user", "user", "assistant", "system", "developer"), role), content: anthropicContent }, { requiredKeys: ["role"] }) },
+    { weight: 1, arbitrary: anyValue }
+);
+
+/** A conversation through a tool use, with ids that sometimes match; it ends on the user's turn (or, sometimes, the assistant's). */
+const anthropicToolConversation = fc.tuple(
+    fc.array(fc.constantFrom("toolu_1", "toolu_2"), { minLength: 1, maxLength: 2 }),
+    fc.array(fc.constantFrom("toolu_1", "toolu_2", "toolu_3"), { minLength: 1, maxLength: 3 }),
+    fc.boolean()
+).map(([uses, results, endOnAssistant]) => [
+    { role: "user", content: "Weather?" },
+    { role: "assistant", content: [{ type: "thinking", thinking: "Look it up.", signature: "" }, ...uses.map((id) => ({ type: "tool_use", id, name: "get_weather", input: { city: "Lagos" } }))] },
+    { role: "user", content: results.map((id) => ({ type: "tool_result", tool_use_id: id, content: "31°C" })) },
+    ...(endOnAssistant ? [{ role: "assistant", content: "It is" }] : [])
+]);
+
+const anthropicTool = fc.oneof(
+    {
+        weight: 4, arbitrary: fc.record({
+            type: field(fc.constantFrom("custom", "bash_20250124", "text_editor_20250728", "web_search_20250305"), fc.constant(null)),
+            name: field(fc.constantFrom("get_weather", "f", "x".repeat(129)), oddText),
+            description: field(oddText),
+            input_schema: schema,
+            defer_loading: field(fc.boolean()),
+            cache_control: field(fc.constant({ type: "ephemeral" }))
+        }, { requiredKeys: ["name"] })
+    },
+    { weight: 1, arbitrary: anyValue }
+);
+
+export const messagesFields: Record<string, fc.Arbitrary<Field>> = {
+    ...anthropicSampling,
+    max_tokens: field(fc.constantFrom(1, 2, 4, 1e308), fc.integer({ min: -2, max: 8 })),
+    stop_sequences: field(fc.array(fc.string({ maxLength: 4 }), { maxLength: 18 }), fc.array(oddText, { maxLength: 3 })),
+    stream: field(fc.boolean()),
+    system: field(oddText, fc.array(anthropicBlock, { maxLength: 2 })),
+    messages: field(
+        fc.array(anthropicMessage, { minLength: 1, maxLength: 5 }),
+        anthropicToolConversation,
+        fc.constantFrom([], [{ role: "user", content: promptPastContext }], [{ role: "assistant", content: "prefill" }])
+    ),
+    tools: field(fc.array(anthropicTool, { maxLength: 3 })),
+    tool_choice: field(
+        fc.record({
+            type: field(fc.constantFrom("auto", "any", "tool", "none", "required", "function")),
+            name: field(fc.constantFrom("get_weather", "f", "nope", "")),
+            disable_parallel_tool_use: field(fc.boolean())
+        }, { requiredKeys: ["type"] }),
+        fc.constantFrom("auto", "any")
+    ),
+    thinking: field(fc.record({
+        type: field(fc.constantFrom("enabled", "adaptive", "disabled", "auto")),
+        budget_tokens: field(fc.constantFrom(1, 2, 3, 1024), fc.integer({ min: -2, max: 8 })),
+        display: field(fc.constantFrom("summarized", "omitted", "full"))
+    }, { requiredKeys: ["type"] })),
+    output_config: field(fc.record({ format: field(fc.record({ type: field(fc.constantFrom("json_schema", "json")), schema }, { requiredKeys: ["type"] })), effort: anyValue }, { requiredKeys: [] })),
+    output_format: field(fc.record({ type: field(fc.constantFrom("json_schema")), schema }, { requiredKeys: ["type"] })),
+    metadata: field(fc.record({ user_id: field(oddText) }, { requiredKeys: [] })),
+    chat_template_kwargs: chatFields["chat_template_kwargs"]!,
+    service_tier: field(fc.constantFrom("auto", "standard_only"))
+};
+
+/** Responses content parts: text in its three names, and parts the model cannot read. */
+const responsesPart: fc.Arbitrary<Field> = fc.oneof(
+    { weight: 4, arbitrary: fc.record({ type: fc.constantFrom("input_text", "output_text", "text", "summary_text", "reasoning_text"), text: field(oddText) }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: fc.record({ type: fc.constant("refusal"), refusal: field(oddText) }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: fc.record({ type: fc.constantFrom("input_image", "input_file", "input_audio", ""), image_url: anyValue }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: anyValue }
+);
+
+const responsesContent = field(oddText, fc.array(responsesPart, { maxLength: 3 }));
+const callId = field(fc.constantFrom("call_1", "call_2", ""), oddText);
+
+/** Input items of every type a client (Codex, the Agents SDK) sends; `ids` are item ids the store holds, for item_reference. */
+function responsesItem(ids: readonly string[]): fc.Arbitrary<Field> {
+    return fc.oneof(
+        {
+            weight: 5, arbitrary: fc.record({
+                type: field(fc.constant("message")), role: fc.oneof(fc.constantFrom("user", "user", "assistant", "system", "developer"), role), content: responsesContent
+            }, { requiredKeys: ["role"] })
+        },
+        {
+            weight: 2, arbitrary: fc.record({
+                type: fc.constant("reasoning"), summary: field(fc.array(responsesPart, { maxLength: 2 })), content: field(fc.array(responsesPart, { maxLength: 2 })),
+                encrypted_content: field(oddText)
+            }, { requiredKeys: ["type"] })
+        },
+        {
+            weight: 2, arbitrary: fc.record({
+                type: fc.constantFrom("function_call", "custom_tool_call"), call_id: callId, name: field(fc.constantFrom("get_weather", "f", ""), oddText),
+                arguments: toolArguments, input: field(oddText)
+            }, { requiredKeys: ["type"] })
+        },
+        {
+            weight: 2, arbitrary: fc.record({
+                type: fc.constantFrom("function_call_output", "custom_tool_call_output"), call_id: callId, output: responsesContent
+            }, { requiredKeys: ["type"] })
+        },
+        { weight: 1, arbitrary: fc.record({ type: fc.constant("item_reference"), id: field(fc.constantFrom(...ids, "msg_nope", ""), oddText) }, { requiredKeys: ["type"] }) },
+        { weight: 1, arbitrary: fc.record({ type: fc.constantFrom("web_search_call", "local_shell_call", "compaction", ""), id: field(oddText) }, { requiredKeys: ["type"] }) },
+        { weight: 1, arbitrary: anyValue }
+    );
+}
+
+const responsesFunctionTool = fc.record({
+    type: fc.constantFrom("function", "function", "custom"), name: field(fc.constantFrom("get_weather", "f", "x".repeat(129)), oddText),
+    description: field(oddText), parameters: schema, strict: field(fc.boolean()), format: anyValue
+}, { requiredKeys: ["type"] });
+
+/** Tools as the Responses API lists them: functions, freeform tools, namespaces of them (holding anything), hosted tools. */
+const responsesTool: fc.Arbitrary<Field> = fc.oneof(
+    { weight: 4, arbitrary: responsesFunctionTool },
+    {
+        weight: 2, arbitrary: fc.record({
+            type: fc.constant("namespace"), name: field(fc.constantFrom("ns", ""), oddText),
+            tools: field(fc.array(fc.oneof(
+                { weight: 2, arbitrary: responsesFunctionTool },
+                { weight: 2, arbitrary: fc.constantFrom(null, null, 1, "f", [], { type: "namespace", tools: [] }) },
+                { weight: 1, arbitrary: anyValue }
+            ), { maxLength: 3 }))
+        }, { requiredKeys: ["type"] })
+    },
+    { weight: 1, arbitrary: fc.record({ type: fc.constantFrom("web_search", "file_search", "mcp", "computer_use_preview", "local_shell", "") }, { requiredKeys: ["type"] }) },
+    { weight: 1, arbitrary: anyValue }
+);
+
+/** /v1/responses fields; `responseIds` and `itemIds` name what the server has stored, so some continuations are valid. */
+export function responsesFields(responseIds: readonly string[], itemIds: readonly string[]): Record<string, fc.Arbitrary<Field>> {
+    return {
+        ...samplingFields,
+        // A string here (OpenAI's deprecated name of safety_identifier).
+        user: field(oddText),
+        input: field(oddText, fc.array(responsesItem(itemIds), { minLength: 1, maxLength: 5 }), fc.constantFrom([], promptPastContext, [{ role: "user", content: promptPastContext }])),
+        instructions: field(oddText),
+        tools: field(fc.array(responsesTool, { maxLength: 3 })),
+        tool_choice: field(
+            fc.constantFrom("none", "auto", "required", "any"),
+            fc.record({ type: field(fc.constantFrom("function", "custom", "allowed_tools", "web_search")), name: field(fc.constantFrom("get_weather", "f", "nope")) }, { requiredKeys: [] })
+        ),
+        parallel_tool_calls: field(fc.boolean()),
+        text: field(fc.record({
+            format: field(fc.record({ type: field(fc.constantFrom("text", "json_object", "json_schema", "grammar")), name: field(oddText), schema, strict: field(fc.boolean()) }, { requiredKeys: [] })),
+            verbosity: field(fc.constantFrom("low", "medium", "high"))
+        }, { requiredKeys: [] })),
+        reasoning: field(fc.record({
+            effort: field(fc.constantFrom("none", "minimal", "low", "medium", "high", "xhigh", "max")),
+            summary: field(fc.constantFrom("auto", "concise", "detailed", "none")),
+            generate_summary: field(fc.constantFrom("auto", "concise"))
+        }, { requiredKeys: [] })),
+        max_output_tokens: field(fc.constantFrom(1, 2, 4, 1e308), fc.integer({ min: -2, max: 8 })),
+        top_logprobs: field(fc.constantFrom(0, 5, 20, 21)),
+        store: field(fc.boolean()),
+        previous_response_id: field(fc.constantFrom(...responseIds, "resp_nope", "")),
+        conversation: field(fc.constantFrom("conv_1"), fc.record({ id: oddText })),
+        metadata: field(fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(oddText, anyValue), { maxKeys: 17 })),
+        prompt_cache_key: field(oddText),
+        safety_identifier: field(oddText),
+        service_tier: field(fc.constantFrom("auto", "default", "flex", "priority")),
+        truncation: field(fc.constantFrom("auto", "disabled", "none")),
+        include: field(fc.array(fc.constantFrom("reasoning.encrypted_content", "message.output_text.logprobs", "file_search_call.results", ""), { maxLength: 2 })),
+        background: field(fc.boolean()),
+        prompt: field(fc.record({ id: oddText })),
+        max_tool_calls: field(fc.integer({ min: -1, max: 3 })),
+        chat_template_kwargs: chatFields["chat_template_kwargs"]!
+    };
+}

@@ -46,15 +46,6 @@ export async function startTestServer(overrides: Partial<MapleConfig> = {}, opti
     };
 }
 
-/** Reads an SSE response into its `data:` payloads (JSON parsed, "[DONE]" kept as a string). */
-export async function readSse(response: Response): Promise<unknown[]> {
-    const text = await response.text();
-    return text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => {
-        const data = event.slice("data: ".length);
-        return data === "[DONE]" ? data : JSON.parse(data) as unknown;
-    });
-}
-
 export interface WireError {
     error: { message: string; type: string; param: string | null; code: string | null };
 }

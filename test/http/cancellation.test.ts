@@ -19,10 +19,10 @@ describe("cancellation when the client goes away", () => {
         assert.equal(state.status, "ready");
         if (state.status !== "ready") return;
         const engine = state.engine;
-        const startGeneration = engine.startGeneration.bind(engine);
-        engine.startGeneration = (slot, request) => {
+        const generateOnSlot = engine.generateOnSlot.bind(engine);
+        engine.generateOnSlot = (slot, request) => {
             started.push(request);
-            return startGeneration(slot, request);
+            return generateOnSlot(slot, request);
         };
     });
     after(async () => server.close());

@@ -3,10 +3,9 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
-
-/** GBNF for exactly this raw output: the random-weight model writes it through the real engine. */
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
+import { readSse } from "../helpers/sse.js";
 
 interface ChatMessageWire {
     role: string;
@@ -312,7 +311,7 @@ describe("a chat template that raises on a conversation", () => {
         const dir = await mkdtemp(join(tmpdir(), "maple-template-"));
         const file = join(dir, "template.jinja");
         await writeFile(file, "{% if messages[0].role == 'system' %}{{ raise_exception('System messages are not supported') }}{% endif %}"
-            + "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n");
+        + "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n");
         server = await startTestServer({ chatTemplateFile: file });
     });
     after(async () => server.close());

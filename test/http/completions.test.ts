@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
-
-/** The grammar field makes the random-weight model write exactly this text through the real engine. */
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
+import { readSse } from "../helpers/sse.js";
 
 /** `grammar` is Maple's (llama.cpp's) extension field; the SDK sends extra fields as they are. */
 const withGrammar = <T extends object>(params: T, text: string): T => ({ ...params, grammar: exact(text) });

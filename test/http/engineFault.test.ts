@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth } from "../helpers/waitFor.js";
+import { readSse } from "../helpers/sse.js";
 
 /**
  * A real engine fault, no mock: the grammar allows only the token "a" (id 64) and logit_bias bans
  * it, so llama.cpp's sampler has nothing left to sample and fails inside the decode batch.
  */
-const impossible = { grammar: "root ::= \"a\"", logit_bias: { "64": -100 }, max_tokens: 4 };
+const impossible = { grammar: "root ::= \"a\"", logit_bias: { 64: -100 }, max_tokens: 4 };
 
 describe("an engine error during generation", () => {
     let server: TestServer;

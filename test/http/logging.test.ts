@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, it } from "node:test";
 import { threadPoolWarning } from "../../src/server/startServer.js";
+import { exact } from "../helpers/grammar.js";
 import { startTestServer } from "../helpers/testServer.js";
 
 function memoryStream(): { stream: Writable; text: () => string } {
@@ -21,7 +22,7 @@ const privateAnswer = "confidential answer";
 
 async function exercise(server: Awaited<ReturnType<typeof startTestServer>>): Promise<void> {
     const headers = { authorization: `Bearer ${secretKey}` };
-    const grammar = `root ::= ${JSON.stringify(privateAnswer)}`;
+    const grammar = exact(privateAnswer);
     for (const stream of [false, true]) {
         const chat = await server.post("/v1/chat/completions", { messages: [{ role: "user", content: privatePrompt }], max_tokens: 64, temperature: 0, grammar, stream }, headers);
         assert.equal(chat.status, 200);

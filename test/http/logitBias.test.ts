@@ -50,7 +50,7 @@ describe("logit_bias", () => {
     });
 
     it("refuses ids outside the vocabulary and biases outside -100..100 (400 naming logit_bias)", async () => {
-        for (const logitBias of [{ "999999": 5 }, { "12": 101 }, { abc: 1 }]) {
+        for (const logitBias of [{ 999999: 5 }, { 12: 101 }, { abc: 1 }]) {
             const response = await server.post("/v1/completions", { prompt: "x", logit_bias: logitBias });
             assert.equal(response.status, 400, JSON.stringify(logitBias));
             assert.match((await response.json() as WireError).error.param ?? "", /^logit_bias/);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { readSse } from "../helpers/sse.js";
 
 /**
  * `logprobs` in OpenAI's shapes on both routes, streamed too: values are log-probabilities (≤ 0),

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
-import { exactly, readNamedEvents, type NamedEvent } from "../helpers/anthropicSse.js";
+import { exact as exactly } from "../helpers/grammar.js";
+import { readNamedEvents, type NamedEvent } from "../helpers/sse.js";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth } from "../helpers/waitFor.js";
@@ -17,7 +18,7 @@ interface Message {
     id: string; type: string; role: string; model: string; content: Block[];
     stop_reason: string; stop_sequence: string | null;
     usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number;
-        output_tokens_details?: { thinking_tokens: number } };
+        output_tokens_details?: { thinking_tokens: number }; };
 }
 interface AnthropicError { type: string; error: { type: string; message: string } }
 
@@ -92,7 +93,7 @@ describe("POST /v1/messages", () => {
         const delta = events.at(-2)!.data as { delta: { stop_reason: string }; usage: { output_tokens: number; input_tokens: number } };
         assert.equal(delta.delta.stop_reason, "end_turn");
         assert.ok(delta.usage.output_tokens > 0);
-        const start = (events[0]!.data["message"] as Message);
+        const start = events[0]!.data["message"] as Message;
         assert.equal(start.usage.input_tokens + start.usage.cache_read_input_tokens, delta.usage.input_tokens + (delta.usage as Message["usage"]).cache_read_input_tokens);
     });
 
@@ -217,7 +218,7 @@ describe("POST /v1/messages", () => {
     });
 
     it("an engine error after the stream began: an error event in Anthropic's shape, and the slot is freed", async () => {
-        const response = await messages({ messages: user("x"), stream: true, max_tokens: 4, grammar: "root ::= \"a\"", logit_bias: { "64": -100 } });
+        const response = await messages({ messages: user("x"), stream: true, max_tokens: 4, grammar: "root ::= \"a\"", logit_bias: { 64: -100 } });
         assert.equal(response.status, 200);
         const events = await readNamedEvents(response);
         assert.equal(events[0]!.event, "message_start");

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { Exposition } from "../helpers/prometheus.js";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { waitForHealth } from "../helpers/waitFor.js";
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { exact } from "../helpers/grammar.js";
+import { readSse } from "../helpers/sse.js";
 
 interface Usage {
     prompt_tokens: number;

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { NotFoundError } from "openai";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 const modelId = "maple-under-test";
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 /** `grammar` is Maple's (llama.cpp's) extension field; the SDK sends extra fields as they are. */
 const withGrammar = <T extends object>(params: T, text: string): T => ({ ...params, grammar: exact(text) });
 

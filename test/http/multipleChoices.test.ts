@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth } from "../helpers/waitFor.js";
+import { readSse } from "../helpers/sse.js";
 
 /**
  * `n` > 1 on both routes: n choices from one prompt evaluation, each sampled on its own; streamed

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { InternalServerError } from "openai";
+import { exact } from "../helpers/grammar.js";
 import { startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth, waitForHealth } from "../helpers/waitFor.js";
 
-const quick = (text: string): object => ({ prompt: "Quick:", max_tokens: 16, grammar: `root ::= ${JSON.stringify(text)}` });
+const quick = (text: string): object => ({ prompt: "Quick:", max_tokens: 16, grammar: exact(text) });
 
 async function assertOverloaded(response: Response): Promise<WireError["error"]> {
     assert.equal(response.status, 503);

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, type TestServer } from "../helpers/testServer.js";
+import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
+import { readSse } from "../helpers/sse.js";
 
 /** The fields around `choices` that strictly typed clients read: `usage` on chunks, `system_fingerprint`. */
 
 type Envelope = Record<string, unknown> & { choices: unknown[] };
 
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 const chatBody = { messages: [{ role: "user", content: "hi" }], max_tokens: 16, chat_template_kwargs: { enable_thinking: false }, grammar: exact("a short answer") };
 const completionBody = { prompt: "x", max_tokens: 16, grammar: exact("a short answer") };
 

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
-
-/** GBNF for exactly this raw output: the random-weight model writes it through the real engine. */
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { exact } from "../helpers/grammar.js";
+import { parseSse } from "../helpers/sse.js";
 
 interface ResponseWire {
     id: string;
@@ -38,11 +37,10 @@ async function create(server: TestServer, body: Record<string, unknown>): Promis
 async function readEvents(response: Response): Promise<EventWire[]> {
     const text = await response.text();
     assert.ok(!text.includes("[DONE]"), "the Responses stream has no [DONE]");
-    return text.split("\n\n").filter((block) => block.trim() !== "").map((block) => {
-        const [eventLine, dataLine] = block.split("\n");
-        assert.match(eventLine!, /^event: /);
-        const event = JSON.parse(dataLine!.slice("data: ".length)) as EventWire;
-        assert.equal(eventLine!.slice("event: ".length), event.type);
+    return parseSse(text).map((block) => {
+        assert.ok(block.event !== undefined, "every event is named");
+        const event = JSON.parse(block.data) as EventWire;
+        assert.equal(block.event, event.type);
         return event;
     });
 }
@@ -239,7 +237,7 @@ describe("POST /v1/responses", () => {
         await expectError(await server.post("/v1/responses", { input: "x", temperature: 9 }), 400, "temperature");
         await expectError(await server.post("/v1/responses", { input: [{ type: "item_reference", id: "msg_gone" }] }), 404, "input[0].id");
         await expectError(await server.post("/v1/responses", { input: [{ type: "function_call", name: "f" }] }), 400, "input[0].call_id");
-        await expectError(await server.post("/v1/responses", { input: "x", logit_bias: { "999999999": 5 } }), 400, "logit_bias");
+        await expectError(await server.post("/v1/responses", { input: "x", logit_bias: { 999999999: 5 } }), 400, "logit_bias");
     });
 
     it("Maple's seed and logit_bias work as on chat", async () => {
@@ -273,7 +271,7 @@ describe("POST /v1/responses", () => {
             }
         }
         assert.ok(id !== undefined, "the stream started");
-        const last = JSON.parse(text.trim().split("\n").at(-1)!.slice("data: ".length)) as EventWire;
+        const last = JSON.parse(parseSse(text).at(-1)!.data) as EventWire;
         assert.equal(last.type, "response.failed");
         assert.equal((last["response"] as ResponseWire).status, "cancelled");
         const stored = await (await server.request(`/v1/responses/${id}`)).json() as ResponseWire;

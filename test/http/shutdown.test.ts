@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { readSse, startTestServer } from "../helpers/testServer.js";
+import { startTestServer } from "../helpers/testServer.js";
+import { parseSse, readSse } from "../helpers/sse.js";
 
 const longGeneration = { prompt: "Go:", max_tokens: 400, stream: true, grammar: "root ::= \"a\"{500}" };
 
@@ -32,7 +33,7 @@ describe("graceful shutdown", () => {
             text += Buffer.from(value).toString();
         }
         await closed;
-        const events = text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice(6));
+        const events = parseSse(text).map((event) => event.data);
         assert.equal(events.at(-1), "[DONE]");
         const error = JSON.parse(events.at(-2)!) as { error: { code: string; type: string } };
         assert.equal(error.error.code, "server_shutting_down");

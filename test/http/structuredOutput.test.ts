@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { readSse, startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
+import { readSse } from "../helpers/sse.js";
 
 /**
  * `response_format` enforced by grammar on the random-weight maple-tiny, end to end: whatever the

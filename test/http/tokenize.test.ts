@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
-
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
+import { exact } from "../helpers/grammar.js";
 
 interface Tokenized {
     tokens: number[];

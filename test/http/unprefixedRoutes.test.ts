@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
+import { exact } from "../helpers/grammar.js";
 
 const apiKey = "sk-maple-unprefixed";
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 /** `grammar` is Maple's (llama.cpp's) extension field; the SDK sends extra fields as they are. */
 const withGrammar = <T extends object>(params: T, text: string): T => ({ ...params, grammar: exact(text) });
 

@@ -5,9 +5,12 @@ import { after, before, describe, it } from "node:test";
 import { webUiContentSecurityPolicy } from "../../src/http/routes/webUi.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 
+/** What a browser sends for a page: `/` answers others (Ollama clients' probe) with Ollama's text line. */
+const asBrowser = { headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } };
+
 /** The page's hashed script and stylesheet, as index.html names them. */
 async function assetPaths(server: TestServer): Promise<string[]> {
-    const page = await (await server.request("/")).text();
+    const page = await (await server.request("/", asBrowser)).text();
     const paths = [...page.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((match) => `/${match[1]}`);
     assert.equal(paths.length, 2, `index.html names a script and a stylesheet: ${page}`);
     return paths;
@@ -29,7 +32,7 @@ describe("the web chat at / (static files)", () => {
     after(async () => server.close());
 
     it("serves the page with a strict Content-Security-Policy and no caching, without the API key", async () => {
-        const response = await server.request("/");
+        const response = await server.request("/", asBrowser);
         assert.equal(response.status, 200);
         assert.match(response.headers.get("content-type") ?? "", /^text\/html/);
         assert.equal(response.headers.get("content-security-policy"), webUiContentSecurityPolicy);
@@ -75,12 +78,16 @@ describe("the web chat at / (static files)", () => {
 });
 
 describe("MAPLE_WEBUI=false", () => {
-    it("serves nothing at /: the API only", async () => {
+    it("serves no page at /: the API only (and Ollama's probe line)", async () => {
         const server = await startTestServer({ webUi: false }, { waitReady: false });
         try {
-            const response = await server.request("/");
-            assert.equal(response.status, 404);
-            assert.equal(((await response.json()) as { error: { code: string } }).error.code, "unknown_route");
+            const response = await server.request("/", asBrowser);
+            assert.equal(response.status, 200);
+            assert.match(response.headers.get("content-type") ?? "", /^text\/plain/);
+            assert.equal(await response.text(), "Ollama is running");
+            const asset = await server.request("/index.html", asBrowser);
+            assert.equal(asset.status, 404);
+            assert.equal(((await asset.json()) as { error: { code: string } }).error.code, "unknown_route");
             assert.equal((await server.request("/health")).headers.get("content-type")?.startsWith("application/json"), true);
         } finally {
             await server.close();

@@ -4,11 +4,12 @@ import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { downloadModel, type DownloadProgress } from "../../src/engine/modelDownload.js";
 import { defaultModelSpec, isHuggingFaceSpec, resolveHuggingFaceModel } from "../../src/models/huggingFace.js";
 import { createProgressReporter } from "../../src/cli/progress.js";
 import { startFakeHuggingFaceServer, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
+import { completeChunksSaved } from "../helpers/ipullChunkMap.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 const MiB = 1024 * 1024;
 /** ipull's chunk size: resume granularity. */
@@ -28,14 +29,6 @@ function makeGgufBytes(size: number, seed: number): Buffer {
         bytes[i] = state >>> 24;
     }
     return bytes;
-}
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!condition()) {
-        if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-        await sleep(20);
-    }
 }
 
 describe("model downloads from a fake Hugging Face", { timeout: 30_000 }, () => {
@@ -134,9 +127,10 @@ describe("model downloads from a fake Hugging Face", { timeout: 30_000 }, () => 
             }
         });
         const ranged = () => server.requests.slice(firstRequest).filter((r) => r.range !== undefined);
-        await waitFor(() => ranged().some((r) => r.held) && ranged().filter((r) => r.completed).length >= 2, "two chunks done and one held");
-        await waitFor(() => maxDownloaded >= 2 * chunkSize, "client progress past two chunks");
-        await sleep(300); // ipull saves its chunk map right after each chunk, asynchronously
+        await waitFor(() => (ranged().some((r) => r.held) && ranged().filter((r) => r.completed).length >= 2 ? true : undefined), "two chunks done and one held");
+        await waitFor(() => (maxDownloaded >= 2 * chunkSize ? true : undefined), "client progress past two chunks");
+        // ipull saves its chunk map after each chunk, asynchronously: the resume below reads it.
+        await waitFor(async () => ((await completeChunksSaved(dir, bigFile.length) ?? 0) >= 2 ? true : undefined), "the chunk map saved with two chunks done");
         controller.abort();
         await assert.rejects(interrupted, { name: "AbortError" });
         server.release();

@@ -13,7 +13,6 @@ import {
 import { freePort } from "../helpers/freePort.js";
 import { testModelsDir } from "../helpers/testServer.js";
 
-
 const sha256 = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
 const tq2Spec = `hf:${officialTq2File}`;
 const tq1Spec = `hf:${officialTq1File}`;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { InvalidRequestError } from "../../src/errors.js";
 import { parseChatRequest } from "../../src/openai/chatRequest.js";
-import type { SamplingDefaults } from "../../src/openai/sampling.js";
+import type { SamplingDefaults } from "../../src/wire/sampling.js";
 
 const defaults: SamplingDefaults = { temperature: 0.6, maxNewTokens: 256, maxNewTokensLimit: 1024 };
 const user = { role: "user", content: "hi" };
@@ -11,7 +11,7 @@ const weather = { type: "function", function: { name: "weather", parameters: { t
 /** The 400 a body gets, as the param it names. */
 function refusedParam(body: unknown): string | null {
     try {
-        parseChatRequest(body, defaults);
+        parseChatRequest(body, {}, defaults);
     } catch (error) {
         assert.ok(error instanceof InvalidRequestError, String(error));
         return error.param;
@@ -21,7 +21,7 @@ function refusedParam(body: unknown): string | null {
 
 describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
     it("applies Maple's defaults to a minimal request", () => {
-        const chat = parseChatRequest({ messages: [user] }, defaults);
+        const chat = parseChatRequest({ messages: [user] }, {}, defaults);
         assert.deepEqual(chat.messages, [{ role: "user", content: "hi" }]);
         assert.deepEqual(chat.sampling, {
             temperature: 0.6, topP: 0.95, topK: 20, minP: undefined, seed: undefined, repetitionPenalty: undefined,
@@ -43,10 +43,10 @@ describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
 
     it("converts sampling fields: top_k -1 means none, the seed wraps to 32 bits, -100 bans a token, max tokens are capped", () => {
         const chat = parseChatRequest({
-            messages: [user], temperature: 0, top_k: -1, seed: 2 ** 32 + 7, logit_bias: { "5": -100, "6": 2.5 },
+            messages: [user], temperature: 0, top_k: -1, seed: 2 ** 32 + 7, logit_bias: { 5: -100, 6: 2.5 },
             max_completion_tokens: 5000, max_tokens: 3, stop: "END", n: 2, logprobs: true, top_logprobs: 3,
             stream: true, stream_options: { include_usage: true }, chat_template_kwargs: { enable_thinking: false }, include_reasoning: false
-        }, defaults);
+        }, {}, defaults);
         assert.equal(chat.sampling.temperature, 0);
         assert.equal(chat.sampling.topK, 0);
         assert.equal(chat.sampling.seed, 7);
@@ -71,7 +71,7 @@ describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
                 { role: "tool", tool_call_id: "c1", content: "sunny" }
             ],
             tools: [weather]
-        }, defaults);
+        }, {}, defaults);
         assert.deepEqual(chat.messages, [
             { role: "system", content: "be brief" },
             { role: "user", content: "hi" },
@@ -87,25 +87,43 @@ describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
     });
 
     it("turns tool_choice and response_format into the answer's grammar constraint", () => {
-        const named = parseChatRequest({ messages: [user], tools: [weather, { type: "function", function: { name: "other" } }], tool_choice: { type: "function", function: { name: "weather" } } }, defaults);
+        const named = parseChatRequest({ messages: [user], tools: [weather, { type: "function", function: { name: "other" } }], tool_choice: { type: "function", function: { name: "weather" } } }, {}, defaults);
         assert.deepEqual(named.toolChoice, { type: "function", name: "weather" });
         assert.deepEqual(named.tools.map((tool) => tool.name), ["weather"]);
         assert.ok(named.answer?.toolCalls !== undefined && named.answer.json === undefined);
         assert.equal(named.answer.toolCalls.parallel, true);
 
-        const none = parseChatRequest({ messages: [user], tools: [weather], tool_choice: "none" }, defaults);
+        const none = parseChatRequest({ messages: [user], tools: [weather], tool_choice: "none" }, {}, defaults);
         assert.deepEqual(none.tools, []);
         assert.equal(none.answer, undefined);
 
-        const json = parseChatRequest({ messages: [user], response_format: { type: "json_object" } }, defaults);
+        const json = parseChatRequest({ messages: [user], response_format: { type: "json_object" } }, {}, defaults);
         assert.deepEqual(json.answer, { json: { schema: undefined } });
 
         const either = parseChatRequest({
             messages: [user], tools: [weather], parallel_tool_calls: false,
             response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "string" } } } } }
-        }, defaults);
+        }, {}, defaults);
         assert.ok(either.answer?.json?.schema !== undefined);
         assert.equal(either.answer.toolCalls?.parallel, false);
+    });
+
+    it("refuses two tools of one name, as Anthropic and Responses do", () => {
+        assert.equal(refusedParam({ messages: [user], tools: [weather, weather] }), "tools[1].function.name");
+    });
+
+    it("takes the conversation key from prompt_cache_key, else user, else X-Session-Id", () => {
+        assert.equal(parseChatRequest({ messages: [user], prompt_cache_key: "k", user: "u" }, { "x-session-id": "s" }, defaults).cacheKey, "prompt_cache_key:k");
+        assert.equal(parseChatRequest({ messages: [user], user: "u" }, { "x-session-id": "s" }, defaults).cacheKey, "user:u");
+        assert.equal(parseChatRequest({ messages: [user] }, { "x-session-id": "s" }, defaults).cacheKey, "session:s");
+        assert.equal(parseChatRequest({ messages: [user] }, {}, defaults).cacheKey, undefined);
+    });
+
+    it("blank tool call arguments are none ({})", () => {
+        const chat = parseChatRequest({ messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c", function: { name: "weather", arguments: "" } }] }, user] }, {}, defaults);
+        const [turn] = chat.messages;
+        assert.ok(turn?.role === "assistant");
+        assert.equal(turn.toolCalls?.[0]?.arguments, "{}");
     });
 
     it("refuses what it cannot serve with a 400 naming the field", () => {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src/conversation/index.js";
-import { chatCompletion, ChatCompletionStream, ChatMessageCollector, type ChatCompletionIdentity } from "../../src/openai/chatResponse.js";
-import { CompletionCollector, CompletionStream } from "../../src/openai/completionResponse.js";
+import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src/core/index.js";
+import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
+import { ChatCompletionBuilder, ChatCompletionStream, type ChatChunk, type ChatCompletionIdentity, type SentChatCompletion } from "../../src/openai/chatResponse.js";
+import { CompletionBuilder, CompletionStream } from "../../src/openai/completionResponse.js";
 
 const identity: ChatCompletionIdentity = { id: "chatcmpl-1", created: 1700000000, model: "maple", weightVersion: "v1", includeReasoning: true, systemFingerprint: "fp_test", includeUsage: false };
 const usage: Usage = { promptTokens: 10, cachedTokens: 4, completionTokens: 7, reasoningTokens: 3 };
@@ -20,13 +21,22 @@ function logprobs(token: number, text: string): GenerationPart {
 function streamChoice(parts: GenerationPart[], id = identity): Record<string, unknown>[] {
     const stream = new ChatCompletionStream(id, 1, false);
     return [...stream.start(), ...parts.flatMap((part) => stream.part(0, part))]
-        .map((event) => (event.data["choices"] as Record<string, unknown>[])[0]!);
+        .map((event) => event.data.choices[0]! as unknown as Record<string, unknown>);
+}
+
+/** The whole `chat.completion`: the fold of the stream's chunks for these parts of each choice (taken in turn). */
+function whole(choices: GenerationPart[][], id = identity, withLogprobs = choices.flat().some((part) => part.type === "logprobs")): SentChatCompletion {
+    const stream = new ChatCompletionStream(id, choices.length, true);
+    const builder = new ChatCompletionBuilder({ withLogprobs, includeReasoning: id.includeReasoning });
+    builder.add(stream.start());
+    const longest = Math.max(...choices.map((parts) => parts.length));
+    for (let at = 0; at < longest; at++) choices.forEach((parts, choice) => { if (at < parts.length) builder.add(stream.part(choice, parts[at]!)); });
+    builder.add(stream.end(usage));
+    return builder.build();
 }
 
 function collect(parts: GenerationPart[], id = identity): Record<string, unknown> {
-    const collector = new ChatMessageCollector(id, 0);
-    for (const part of parts) collector.add(part);
-    return collector.choice(parts.some((part) => part.type === "logprobs"));
+    return whole([parts], id).choices[0]! as unknown as Record<string, unknown>;
 }
 
 const answer: GenerationPart[] = [
@@ -39,7 +49,7 @@ const answer: GenerationPart[] = [
 describe("OpenAI chat: parts → chunks and the chat.completion", () => {
     it("streams the role first, reasoning_content, content, then the finish chunk", () => {
         const stream = new ChatCompletionStream(identity, 1, false);
-        const first = stream.start()[0]!.data;
+        const first: ChatChunk = stream.start()[0]!.data;
         assert.deepEqual(first, {
             id: "chatcmpl-1", object: "chat.completion.chunk", created: 1700000000, model: "maple", system_fingerprint: "fp_test",
             choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]
@@ -50,17 +60,17 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
         ]);
         assert.deepEqual(choices.at(-1), { index: 0, delta: {}, logprobs: null, finish_reason: "stop", matched_stop: 151645 });
         const last = stream.part(0, finish())[0]!.data;
-        assert.deepEqual(last["metadata"], { weight_version: "v1" });
+        assert.deepEqual(last.metadata, { weight_version: "v1" });
         assert.equal(stream.lastData, "[DONE]");
     });
 
-    it("collects the same parts into the message, with usage including reasoning tokens", () => {
+    it("folds the same chunks into the message, with usage including reasoning tokens", () => {
         const choice = collect(answer);
         assert.deepEqual(choice, {
             index: 0, message: { role: "assistant", content: "Hello, world", reasoning_content: "Let me think." },
             logprobs: null, finish_reason: "stop", matched_stop: 151645
         });
-        assert.deepEqual(chatCompletion(identity, [choice], usage), {
+        assert.deepEqual(whole([answer]), {
             id: "chatcmpl-1", object: "chat.completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test", choices: [choice],
             usage: {
                 prompt_tokens: 10, completion_tokens: 7, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 },
@@ -120,12 +130,55 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
 
     it("interleaves n choices by index and ends with one usage chunk when asked", () => {
         const stream = new ChatCompletionStream(identity, 2, true);
-        assert.deepEqual(stream.start().map((event) => (event.data["choices"] as { index: number }[])[0]!.index), [0, 1]);
-        assert.equal((stream.part(1, { type: "text-delta", text: "b" })[0]!.data["choices"] as { index: number }[])[0]!.index, 1);
+        assert.deepEqual(stream.start().map((event) => event.data.choices[0]!.index), [0, 1]);
+        assert.equal(stream.part(1, { type: "text-delta", text: "b" })[0]!.data.choices[0]!.index, 1);
         const [usageChunk] = stream.end(usage);
-        assert.deepEqual(usageChunk!.data["choices"], []);
-        assert.deepEqual((usageChunk!.data["usage"] as Record<string, unknown>)["completion_tokens_details"], { reasoning_tokens: 3 });
+        assert.deepEqual(usageChunk!.data.choices, []);
+        assert.deepEqual(usageChunk!.data.usage?.completion_tokens_details, { reasoning_tokens: 3 });
         assert.deepEqual(new ChatCompletionStream(identity, 1, false).end(usage), []);
+    });
+
+    it("the whole response is the fold of the stream, for the parser's parts at every split of a recorded output", () => {
+        const recorded = "Need weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}\n</tool_call>\n"
+            + "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+        const partsOf = (pieces: string[]): GenerationPart[] => {
+            const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+            let calls = 0;
+            return [...pieces.flatMap((piece) => parser.push(piece)), ...parser.flush()]
+                .filter((part) => part.type === "tool_call" || part.text !== "")
+                .map((part): GenerationPart => (part.type === "tool_call" ? { type: "tool-call", index: calls++, name: part.name, arguments: part.arguments }
+                    : { type: part.type === "reasoning" ? "reasoning-delta" : "text-delta", text: part.text }))
+                .concat(finish({ toolCalls: 2 }));
+        };
+        const withoutIds = (response: SentChatCompletion): string => JSON.stringify(response).replace(/call_[0-9a-f]{24}/g, "call_…");
+        const expected = withoutIds(whole([partsOf([recorded])]));
+        for (let cut = 1; cut < recorded.length; cut++) {
+            const parts = partsOf([recorded.slice(0, cut), recorded.slice(cut)]);
+            assert.equal(withoutIds(whole([parts])), expected, `cut at ${cut}`);
+            // The rule "content is null when the whole answer was tool calls", on the stream's side:
+            // no content beyond the role chunk's "" (what the SDKs accumulate to null).
+            const contents = streamChoice(parts).map((choice) => (choice["delta"] as { content?: string }).content).filter((content) => content !== undefined);
+            assert.deepEqual(contents, [""], `cut at ${cut}`);
+        }
+        const message = (JSON.parse(expected) as SentChatCompletion).choices[0]!.message;
+        assert.deepEqual(message, {
+            role: "assistant", content: null, reasoning_content: "Need weather.",
+            tool_calls: [
+                { id: "call_…", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Lagos\"}" } },
+                { id: "call_…", type: "function", function: { name: "get_time", arguments: "{}" } }
+            ]
+        });
+    });
+
+    it("folds n interleaved choices by index, each with its own message, logprobs and finish", () => {
+        const response = whole([
+            [logprobs(1, "a"), { type: "text-delta", text: "a" }, finish({ matchedStop: "END" })],
+            [{ type: "text-delta", text: "b" }, { type: "text-delta", text: "c" }, finish({ reason: "length", matchedStop: null })]
+        ], identity, true);
+        assert.deepEqual(response.choices.map((choice) => [choice.index, choice.message.content, choice.finish_reason, choice.matched_stop]),
+            [[0, "a", "stop", "END"], [1, "bc", "length", null]]);
+        assert.deepEqual(response.choices.map((choice) => choice.logprobs?.content?.map((entry) => entry.token)), [["a"], []]);
+        assert.equal(response.usage.total_tokens, 17);
     });
 });
 
@@ -141,7 +194,7 @@ describe("OpenAI completions: parts → text_completion chunks and response", ()
         assert.equal(chunks.length, 2);
         assert.deepEqual(chunks[0], {
             id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test", usage: null,
-            choices: [{ index: 0, text: "éab", logprobs: { tokens: ["é", "ab"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ "é": -0.5 }, { ab: -0.5 }], text_offset: [0, 1] }, finish_reason: null }]
+            choices: [{ index: 0, text: "éab", logprobs: { tokens: ["é", "ab"], token_logprobs: [-0.5, -0.5], top_logprobs: [{ é: -0.5 }, { ab: -0.5 }], text_offset: [0, 1] }, finish_reason: null }]
         });
         assert.deepEqual((chunks[1]!["choices"] as unknown[])[0], {
             index: 0, text: "", logprobs: { tokens: ["!"], token_logprobs: [-0.5], top_logprobs: [{ "!": -0.5 }], text_offset: [3] }, finish_reason: "stop", matched_stop: 151645
@@ -150,13 +203,22 @@ describe("OpenAI completions: parts → text_completion chunks and response", ()
         assert.deepEqual(usageChunk["usage"], { prompt_tokens: 10, completion_tokens: 7, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 } });
     });
 
-    it("collects the same parts into one choice with all its logprobs", () => {
-        const collector = new CompletionCollector(completion, 1);
-        for (const part of parts) collector.add(0, part);
-        const response = collector.response(usage);
-        const [choice] = response["choices"] as Record<string, unknown>[];
-        assert.equal(choice!["text"], "éab");
-        assert.deepEqual((choice!["logprobs"] as { tokens: string[] }).tokens, ["é", "ab", "!"]);
-        assert.equal(choice!["finish_reason"], "stop");
+    it("folds the same chunks into one choice with all its logprobs, offsets continuing", () => {
+        const stream = new CompletionStream(completion, 1, true);
+        const builder = new CompletionBuilder();
+        builder.add(stream.start());
+        for (const part of parts) builder.add(stream.part(0, part));
+        builder.add(stream.end(usage));
+        const response = JSON.parse(JSON.stringify(builder.build())) as unknown;
+        assert.deepEqual(response, {
+            id: "cmpl-1", object: "text_completion", created: 1700000000, model: "maple", system_fingerprint: "fp_test",
+            choices: [{
+                index: 0, text: "éab", finish_reason: "stop", matched_stop: 151645,
+                logprobs: { tokens: ["é", "ab", "!"], token_logprobs: [-0.5, -0.5, -0.5], top_logprobs: [{ é: -0.5 }, { ab: -0.5 }, { "!": -0.5 }], text_offset: [0, 1, 3] }
+            }],
+            usage: { prompt_tokens: 10, completion_tokens: 7, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 } }
+        });
+        // Key order too: the JSON a client receives is the old collector's, byte for byte.
+        assert.equal(JSON.stringify(Object.keys((response as { choices: object[] }).choices[0]!)), JSON.stringify(["index", "text", "logprobs", "finish_reason", "matched_stop"]));
     });
 });

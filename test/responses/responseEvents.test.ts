@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser } from "../../src/chat/outputParser.js";
-import type { OutputPart } from "../../src/chat/types.js";
+import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
+import type { OutputPart } from "../../src/chatFormat/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
-import { ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
+import { finalResponse, ResponseBuilder, ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
 import { decodeReasoning } from "../../src/responses/reasoningCarrier.js";
 import type { ResponsesTool } from "../../src/responses/responsesRequest.js";
 
@@ -47,6 +47,11 @@ function replay(pieces: string[], options: { encrypted?: boolean } = {}): Respon
     return all;
 }
 
+/** An event as the client's JSON parser hands it over. */
+function fields(event: ResponseEvent): Record<string, unknown> {
+    return event as unknown as Record<string, unknown>;
+}
+
 /** Folds events back into items the way a client does, checking their order on the way. */
 function fold(events: ResponseEvent[]): { items: Record<string, unknown>[]; reasoning: string; summary: string; text: string; args: string[] } {
     assert.deepEqual(events.map((event) => event.sequence_number), events.map((_, index) => index));
@@ -57,25 +62,26 @@ function fold(events: ResponseEvent[]): { items: Record<string, unknown>[]; reas
     let summary = "";
     let text = "";
     const args: string[] = [];
-    for (const event of events.slice(2, -1)) {
-        if (event.type === "response.output_item.added") {
+    for (const typed of events.slice(2, -1)) {
+        const event = fields(typed);
+        if (typed.type === "response.output_item.added") {
             assert.equal(open, undefined, "an item opens only after the previous one is done");
             open = event["output_index"] as number;
             assert.equal(open, items.length);
             items.push(event["item"] as Record<string, unknown>);
             continue;
         }
-        assert.equal(event["output_index"], open, `${event.type} belongs to the open item`);
-        if (event.type === "response.output_item.done") {
+        assert.equal(event["output_index"], open, `${typed.type} belongs to the open item`);
+        if (typed.type === "response.output_item.done") {
             items[open!] = event["item"] as Record<string, unknown>;
             open = undefined;
-        } else if (event.type === "response.reasoning_text.delta") {
+        } else if (typed.type === "response.reasoning_text.delta") {
             reasoning += event["delta"] as string;
-        } else if (event.type === "response.reasoning_summary_text.delta") {
+        } else if (typed.type === "response.reasoning_summary_text.delta") {
             summary += event["delta"] as string;
-        } else if (event.type === "response.output_text.delta") {
+        } else if (typed.type === "response.output_text.delta") {
             text += event["delta"] as string;
-        } else if (event.type === "response.function_call_arguments.delta" || event.type === "response.custom_tool_call_input.delta") {
+        } else if (typed.type === "response.function_call_arguments.delta" || typed.type === "response.custom_tool_call_input.delta") {
             args.push(event["delta"] as string);
         }
     }
@@ -122,7 +128,7 @@ describe("ResponseEventWriter", () => {
         const events = replay([recorded]);
         const final = events.at(-1)!;
         assert.equal(final.type, "response.completed");
-        const response = final["response"] as Record<string, unknown>;
+        const response = fields(final)["response"] as Record<string, unknown>;
         assert.equal(response["status"], "completed");
         assert.equal(response["output_text"], "Checking now.");
         assert.deepEqual(response["output"], fold(events).items);
@@ -136,9 +142,9 @@ describe("ResponseEventWriter", () => {
         const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: false });
         const events = [...cut.start(), ...feed(cut, parser.push("half a thou")), ...cut.finish("length", { promptTokens: 1, completionTokens: 3, cachedTokens: 0, reasoningTokens: 3 }, 2)];
         assert.equal(events.at(-2)!.type, "response.output_item.done");
-        assert.equal((events.at(-2)!["item"] as Record<string, unknown>)["status"], "incomplete");
+        assert.equal((fields(events.at(-2)!)["item"] as Record<string, unknown>)["status"], "incomplete");
         assert.equal(events.at(-1)!.type, "response.incomplete");
-        assert.deepEqual((events.at(-1)!["response"] as Record<string, unknown>)["incomplete_details"], { reason: "max_output_tokens" });
+        assert.deepEqual((fields(events.at(-1)!)["response"] as Record<string, unknown>)["incomplete_details"], { reason: "max_output_tokens" });
 
         const failing = writer();
         const started = [...failing.start(), ...feed(failing, [{ type: "content", text: "Hel" }])];
@@ -146,6 +152,27 @@ describe("ResponseEventWriter", () => {
         const types = failed.map((event) => event.type);
         assert.deepEqual(types.slice(-2), ["error", "response.failed"]);
         assert.deepEqual(failed.at(-2), { type: "error", sequence_number: started.length + types.length - 2, code: "invalid_request_error", message: "boom", param: "input" });
-        assert.equal((failed.at(-1)!["response"] as Record<string, unknown>)["status"], "failed");
+        assert.equal((fields(failed.at(-1)!)["response"] as Record<string, unknown>)["status"], "failed");
+    });
+
+    it("the whole response is the fold of the stream's events; while it runs, GET's snapshot holds the items as announced", () => {
+        const events = writer();
+        const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+        const sent = [...events.start()];
+        const builder = new ResponseBuilder();
+        builder.add(sent);
+        for (const piece of [...recorded]) {
+            const step = feed(events, parser.push(piece));
+            sent.push(...step);
+            builder.add(step);
+            assert.deepEqual(events.response("in_progress").output, builder.items, "the writer's own items are the fold of what it sent");
+        }
+        const end = [...feed(events, parser.flush()), ...events.finish("stop", { promptTokens: 1, completionTokens: 2, cachedTokens: 0, reasoningTokens: 1 }, 3)];
+        sent.push(...end);
+        builder.add(end);
+        assert.deepEqual(builder.build(), fields(sent.at(-1)!)["response"]);
+        assert.deepEqual(finalResponse(sent).output, fold(sent).items);
+        const added = sent.filter((event) => event.type === "response.output_item.added").map((event) => fields(event)["item"] as Record<string, unknown>);
+        assert.ok(!("summary" in added[1]!), "a message item has no summary (ResponseOutputMessage has none)");
     });
 });

@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { waitForHealth } from "../helpers/waitFor.js";
+import { exact } from "../helpers/grammar.js";
 
 /**
  * The web chat in a real browser: Debian's Chromium (`.ci/run` installs it; never a downloaded
@@ -21,7 +22,6 @@ const apiKey = "browser-test-key";
 /** Generous: a shared 2-core machine can be slow; these bound waits, they time nothing. */
 const slow = { timeout: 120_000 };
 
-const exact = (text: string): string => `root ::= ${JSON.stringify(text)}`;
 // Long enough to stream over many frames, so the page draws the open Thinking block before the answer.
 const reasoning = "The user wants a list and some code: two items, one in bold, then short JavaScript that prints a number.";
 const markdownAnswer = "Here is a list:\n\n- first item\n- **second** item\n\n```js\nconst answer = 42;\nconsole.log(answer);\n```\n";

@@ -258,8 +258,8 @@ export function App(): JSX.Element {
                         {turns.map((turn, index) => turn.role === "user"
                             ? <UserTurnView key={turn.id} turn={turn} busy={generating} onResend={(text) => resendFrom(index, text)} />
                             : <AssistantTurnView key={turn.id} turn={turn} isLast={index === turns.length - 1 && liveHere === undefined} busy={generating}
-                                onRegenerate={() => resendFrom(index)}
-                                onSaveKeyAndRetry={(key) => saveKeyAndRetry(key, index)} />)}
+                                    onRegenerate={() => resendFrom(index)}
+                                    onSaveKeyAndRetry={(key) => saveKeyAndRetry(key, index)} />)}
                         {liveHere !== undefined && (
                             <AssistantTurnView key={liveHere.turn.id} turn={liveHere.turn} progress={liveHere} isLast busy
                                 onRegenerate={() => undefined} onSaveKeyAndRetry={() => undefined} />

@@ -32,7 +32,7 @@ const marked = new Marked({
         code({ text, lang }) {
             const language = (lang ?? "").trim().split(/\s+/)[0]?.toLowerCase() ?? "";
             return `<div class="code-block"><div class="code-head"><span>${escapeHtml(language || "text")}</span>`
-                + `<button type="button" class="copy" data-copy>Copy</button></div>`
+                + "<button type=\"button\" class=\"copy\" data-copy>Copy</button></div>"
                 + `<pre><code class="hljs">${highlight(text, language)}</code></pre></div>`;
         }
     }

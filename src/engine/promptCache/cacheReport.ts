@@ -7,6 +7,7 @@ export class CacheReport {
         saves: { ram: 0, disk: 0 }, restores: { ram: 0, disk: 0 }, evictions: { ram: 0, disk: 0 }, ignored: { ram: 0, disk: 0 }, restoredTokens: 0,
         preambleSaves: { ram: 0, disk: 0 }, preambleRestores: { ram: 0, disk: 0 }
     };
+
     private restoreSeconds: number[] = [];
 
     record(event: PromptCacheEvent): void {

@@ -1,10 +1,9 @@
 import type { FastifyInstance } from "fastify";
-import { startChatGeneration } from "../../conversation/index.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
+import { startChatGeneration } from "../../core/index.js";
 import { parseChatRequest } from "../../openai/chatRequest.js";
-import { chatCompletion, ChatCompletionStream, ChatMessageCollector, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
-import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { ChatCompletionBuilder, ChatCompletionStream, type ChatCompletionIdentity } from "../../openai/chatResponse.js";
+import { newId, unixSeconds } from "../../wire/ids.js";
+import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -14,9 +13,9 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const chat = parseChatRequest(request.body, context.samplingDefaults);
+        const chat = parseChatRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(chat.model);
-        const generation = await startChatGeneration(model, { ...chat, cacheKey: conversationCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model: modelId,
             weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,
@@ -25,8 +24,8 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         if (chat.stream) {
             return streamGeneration(request, reply, cancellation, generation, new ChatCompletionStream(identity, chat.n, chat.includeUsage));
         }
-        const collectors = Array.from({ length: chat.n }, (_, index) => new ChatMessageCollector(identity, index));
-        const usage = await collectGeneration(generation, cancellation, (choice, part) => collectors[choice]!.add(part));
-        return chatCompletion(identity, collectors.map((collector) => collector.choice(chat.logprobs !== undefined)), usage);
+        // The whole response is the fold of the stream's own chunks, its usage chunk included.
+        return foldGeneration(generation, cancellation, new ChatCompletionStream(identity, chat.n, true),
+            new ChatCompletionBuilder({ withLogprobs: chat.logprobs !== undefined, includeReasoning: chat.includeReasoning }));
     });
 }

@@ -1,10 +1,9 @@
 import type { FastifyInstance } from "fastify";
-import { startCompletionGeneration } from "../../conversation/index.js";
-import { CompletionCollector, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
-import { conversationCacheKey } from "../../scheduler/cacheKey.js";
+import { startCompletionGeneration } from "../../core/index.js";
+import { CompletionBuilder, CompletionStream, type CompletionIdentity } from "../../openai/completionResponse.js";
 import { parseCompletionRequest } from "../../openai/completionsRequest.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
-import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { newId, unixSeconds } from "../../wire/ids.js";
+import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -14,14 +13,14 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const completion = parseCompletionRequest(request.body, context.samplingDefaults);
+        const completion = parseCompletionRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(completion.model);
-        const generation = await startCompletionGeneration(model, { ...completion, cacheKey: conversationCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal));
         const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId, systemFingerprint: model.systemFingerprint };
         if (completion.stream) {
             return streamGeneration(request, reply, cancellation, generation, new CompletionStream(identity, completion.n, completion.includeUsage));
         }
-        const collector = new CompletionCollector(identity, completion.n);
-        return collector.response(await collectGeneration(generation, cancellation, (choice, part) => collector.add(choice, part)));
+        // The whole response is the fold of the stream's own chunks, its usage chunk included.
+        return foldGeneration(generation, cancellation, new CompletionStream(identity, completion.n, true), new CompletionBuilder());
     });
 }

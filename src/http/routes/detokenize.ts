@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { parseDetokenizeRequest } from "../../openai/tokenizeRequest.js";
-import { checkPromptTokenIds } from "../../conversation/promptChecks.js";
+import { checkPromptTokenIds } from "../../core/promptChecks.js";
 import type { RouteContext } from "./routeContext.js";
 
 /**

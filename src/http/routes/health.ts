@@ -9,7 +9,8 @@ import type { RouteContext } from "./routeContext.js";
 export function healthRoute(app: FastifyInstance, context: RouteContext): void {
     app.get("/health", async (_request, reply) => {
         const state = context.host.state;
-        const common = { model: context.config.modelId, version: context.version };
+        // The response store's state: a shared store that is down refuses only what needs it (503 store_unavailable), so readiness stays 200.
+        const common = { model: context.config.modelId, version: context.version, responses_store: context.responseStore.state };
         if (state.status === "loading") {
             return reply.code(503).send({ status: "loading", ...common, stage: state.stage, progress: state.progress ?? null });
         }

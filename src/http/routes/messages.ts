@@ -2,9 +2,8 @@ import type { FastifyInstance } from "fastify";
 import { anthropicErrorFormat } from "../../anthropic/errorFormat.js";
 import { MessageBuilder, MessageEventWriter, newMessageId, pingEvent } from "../../anthropic/messageEvents.js";
 import { parseMessagesRequest } from "../../anthropic/messagesRequest.js";
-import { anthropicCacheKey } from "../../scheduler/cacheKey.js";
-import { startChatGeneration } from "../../conversation/index.js";
-import { collectGeneration, streamGeneration } from "../generationResponse.js";
+import { startChatGeneration, type GenerationPart } from "../../core/index.js";
+import { foldGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { RouteContext } from "./routeContext.js";
 
@@ -17,23 +16,20 @@ export function messagesRoute(app: FastifyInstance, context: RouteContext): void
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const messages = parseMessagesRequest(request.body, context.samplingDefaults);
+        const messages = parseMessagesRequest(request.body, request.headers, context.samplingDefaults);
         const modelId = context.checkModel(messages.model);
-        const generation = await startChatGeneration(model, { ...messages, cacheKey: anthropicCacheKey(request.body, request.headers) }, context.generationOptions(request, cancellation.signal));
+        const generation = await startChatGeneration(model, messages, context.generationOptions(request, cancellation.signal));
         const writer = new MessageEventWriter({ id: newMessageId(), model: modelId, omitThinking: messages.omitThinking });
         // What the slot's cache holds is known once generation starts: message_delta has the final split.
         const start = writer.start({ promptTokens: generation.promptTokens, cachedTokens: 0 });
-        if (messages.stream) {
-            return streamGeneration(request, reply, cancellation, generation, {
-                start: () => [...start, pingEvent()],
-                part: (_choice, part) => writer.part(part),
-                end: () => [],
-                keepAlive: { intervalMs: pingIntervalMs, events: () => [pingEvent()] }
-            });
-        }
-        const builder = new MessageBuilder();
-        builder.add(start);
-        await collectGeneration(generation, cancellation, (_choice, part) => builder.add(writer.part(part)));
-        return builder.build();
+        const stream = {
+            start: () => [...start, pingEvent()],
+            part: (_choice: number, part: GenerationPart) => writer.part(part),
+            end: () => [],
+            keepAlive: { intervalMs: pingIntervalMs, events: () => [pingEvent()] }
+        };
+        if (messages.stream) return streamGeneration(request, reply, cancellation, generation, stream);
+        // The whole message is the fold of the stream's own events (the pings fold to nothing).
+        return foldGeneration(generation, cancellation, stream, new MessageBuilder());
     });
 }

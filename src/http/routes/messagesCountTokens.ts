@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { anthropicErrorFormat } from "../../anthropic/errorFormat.js";
 import { parseMessagesPrompt } from "../../anthropic/messagesRequest.js";
-import { countChatPromptTokens } from "../../conversation/index.js";
+import { countChatPromptTokens } from "../../core/index.js";
 import type { RouteContext } from "./routeContext.js";
 
 /**

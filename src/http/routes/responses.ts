@@ -1,17 +1,19 @@
 import type { FastifyInstance } from "fastify";
-import type { ChatMessage } from "../../chat/types.js";
-import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../conversation/index.js";
+import type { ChatMessage } from "../../chatFormat/types.js";
+import { countChatPromptTokens, startChatGeneration, type ChatGenerationRequest, type GenerationPart } from "../../core/index.js";
 import { InvalidRequestError, NotFoundError, RequestAbortedError } from "../../errors.js";
-import { newId, unixSeconds } from "../../openai/ids.js";
-import { ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
+import { unixSeconds } from "../../wire/ids.js";
+import { newResponseId } from "../../responses/conversationTag.js";
+import { finalResponse, ResponseEventWriter, type ResponseEvent } from "../../responses/responseEvents.js";
 import type { ResponseIdentity } from "../../responses/responseObject.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../../responses/responsesRequest.js";
 import { assistantTurn } from "../../responses/outputConversation.js";
-import { ResponseStore } from "../../responses/responseStore.js";
+import type { StoredResponse } from "../../responses/responseStore.js";
 import { openAiErrorFormat, type ErrorFormat } from "../errorFormat.js";
 import { collectGeneration, streamGeneration } from "../generationResponse.js";
 import { requestCancellation } from "../requestSignal.js";
 import type { SseEvent } from "../sse.js";
+import type { RequestHeaders } from "../../wire/conversationKey.js";
 import type { RouteContext } from "./routeContext.js";
 
 /** A response being generated: POST /v1/responses/{id}/cancel stops it. */
@@ -32,25 +34,45 @@ function sseEvents(events: readonly ResponseEvent[]): SseEvent[] {
     return events.map((event) => ({ event: event.type, data: event }));
 }
 
+/** The ids of the `item_reference` inputs of a request body, fetched from the store before it is parsed. */
+function referencedItemIds(body: unknown): string[] {
+    const input = typeof body === "object" && body !== null ? (body as Record<string, unknown>)["input"] : undefined;
+    if (!Array.isArray(input)) return [];
+    return input.flatMap((item: unknown) => {
+        const fields = typeof item === "object" && item !== null ? item as Record<string, unknown> : {};
+        return fields["type"] === "item_reference" && typeof fields["id"] === "string" ? [fields["id"]] : [];
+    });
+}
+
 /**
  * POST /v1/responses and its companions: OpenAI's Responses API on the generation core (the core's
- * parts become Responses events); responses are kept in a bounded in-memory store (`store`,
- * default true) for GET, DELETE, input_items and previous_response_id.
+ * parts become Responses events); responses are kept in the response store (`store`, default
+ * true; this replica's memory, or Redis shared by a fleet) for GET, DELETE, input_items and
+ * previous_response_id.
  */
 export function responsesRoute(app: FastifyInstance, context: RouteContext): void {
-    const { config } = context;
-    const store = new ResponseStore({
-        maxCount: config.responsesStoreMaxCount, maxBytes: config.responsesStoreMaxBytes, ttlMs: config.responsesStoreTtlSeconds * 1000
-    });
+    const store = context.responseStore;
     const running = new Map<string, RunningResponse>();
+    // Another replica's POST /v1/responses/{id}/cancel, relayed by a shared store.
+    store.onCancelRequest((id) => {
+        const live = running.get(id);
+        if (live === undefined) return undefined;
+        live.cancel.abort();
+        return live.writer.response("cancelled");
+    });
 
     /** Reads a request into the core's: the stored turns it continues, then its own. */
-    const prepare = (body: unknown): { parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest } => {
-        const parsed = parseResponsesRequest(body, context.samplingDefaults, (id) => store.item(id));
+    const prepare = async (body: unknown, headers: RequestHeaders): Promise<{ parsed: ResponsesRequest; modelId: string; history: ChatMessage[]; chat: ChatGenerationRequest }> => {
+        const referenced = new Map<string, Record<string, unknown>>();
+        for (const id of referencedItemIds(body)) {
+            const item = await store.item(id);
+            if (item !== undefined) referenced.set(id, item);
+        }
+        const parsed = parseResponsesRequest(body, headers, context.samplingDefaults, (id) => referenced.get(id));
         const modelId = context.checkModel(parsed.model);
         let earlier: ChatMessage[] = [];
         if (parsed.previousResponseId !== undefined) {
-            const previous = store.get(parsed.previousResponseId);
+            const previous = await store.get(parsed.previousResponseId);
             if (previous === undefined) {
                 throw new NotFoundError(`Previous response with id '${parsed.previousResponseId}' not found: it was not stored (store: false), was deleted, or expired.`,
                     "previous_response_id", "previous_response_not_found");
@@ -65,17 +87,22 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
         const model = context.host.requireReady();
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
-        const { parsed, modelId, history, chat } = prepare(request.body);
+        const { parsed, modelId, history, chat } = await prepare(request.body, request.headers);
+        // Refused before any generation: a response that could not be stored would be lost.
+        if (parsed.store) store.requireAvailable();
         const cancel = new AbortController();
         const options = { ...context.generationOptions(request, AbortSignal.any([cancellation.signal, cancel.signal])), promptParam: "input" };
         const generation = await startChatGeneration(model, chat, options);
-        const identity: ResponseIdentity = { id: newId("resp", "_"), createdAt: unixSeconds(), model: modelId, echo: parsed.echo };
+        const identity: ResponseIdentity = { id: newResponseId(parsed.previousResponseId, request.headers["x-maple-conversation"]), createdAt: unixSeconds(), model: modelId, echo: parsed.echo };
         const writer = new ResponseEventWriter(identity, { tools: parsed.offered, encryptedReasoning: parsed.includeEncryptedReasoning });
         running.set(identity.id, { cancel, writer });
-        /** Stores the final response (store: true) and returns the events that carry it. */
-        const keep = (events: ResponseEvent[]): ResponseEvent[] => {
+        /**
+         * Stores the final response (store: true) and returns the events that carry it, only once
+         * the store confirmed it: a store that fails here fails the response (503, or an error event).
+         */
+        const keep = async (events: ResponseEvent[]): Promise<ResponseEvent[]> => {
             if (parsed.store) {
-                store.put({
+                await store.put({
                     id: identity.id, response: finalResponse(events), inputItems: parsed.inputItems,
                     conversation: [...history, assistantTurn(writer.items)]
                 });
@@ -83,10 +110,10 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
             return events;
         };
         const cancelledByRequest = (): boolean => cancel.signal.aborted && !cancellation.signal.aborted;
-        let final: Record<string, unknown> | undefined;
-        const events = (part: GenerationPart): ResponseEvent[] => {
+        let final: ReturnType<typeof finalResponse> | undefined;
+        const events = async (part: GenerationPart): Promise<ResponseEvent[]> => {
             if (part.type !== "finish") return writer.part(part);
-            const done = keep(writer.finish(part.reason, part.usage, unixSeconds()));
+            const done = await keep(writer.finish(part.reason, part.usage, unixSeconds()));
             final = finalResponse(done);
             return done;
         };
@@ -97,19 +124,21 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
                 // `[DONE]`: the Responses stream has none (the AI SDK would read it as a malformed event).
                 const errorFormat: ErrorFormat = {
                     response: openAiErrorFormat.response,
-                    streamEvents: (error) => sseEvents(cancelledByRequest() ? keep(writer.cancel()) : writer.fail(error))
+                    streamEvents: async (error) => sseEvents(cancelledByRequest() ? await keep(writer.cancel()) : writer.fail(error))
                 };
                 await streamGeneration(request, reply, cancellation, generation, {
                     start: () => sseEvents(writer.start()),
-                    part: (_choice, part) => sseEvents(events(part)),
+                    part: async (_choice, part) => sseEvents(await events(part)),
                     end: () => []
                 }, errorFormat);
                 return reply;
             }
             try {
-                await collectGeneration(generation, cancellation, (_choice, part) => events(part));
+                await collectGeneration(generation, cancellation, async (_choice, part) => {
+                    await events(part);
+                });
             } catch (error) {
-                if (error instanceof RequestAbortedError && cancelledByRequest()) return finalResponse(keep(writer.cancel()));
+                if (error instanceof RequestAbortedError && cancelledByRequest()) return finalResponse(await keep(writer.cancel()));
                 throw error;
             }
             return final;
@@ -121,17 +150,17 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
     app.get<{ Params: { id: string } }>("/v1/responses/:id", async (request) => {
         const live = running.get(request.params.id);
         if (live !== undefined) return live.writer.response("in_progress");
-        return stored(request.params.id).response;
+        return (await stored(request.params.id)).response;
     });
 
     app.delete<{ Params: { id: string } }>("/v1/responses/:id", async (request) => {
         const { id } = request.params;
-        if (!store.delete(id)) throw notFound(id);
+        if (!await store.delete(id)) throw notFound(id);
         return { id, object: "response", deleted: true };
     });
 
     app.get<{ Params: { id: string }; Querystring: { order?: string; limit?: string; after?: string } }>("/v1/responses/:id/input_items", async (request) => {
-        const items = stored(request.params.id).inputItems;
+        const items = (await stored(request.params.id)).inputItems;
         return listPage(request.query.order === "asc" ? items : [...items].reverse(), request.query);
     });
 
@@ -142,18 +171,21 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
             live.cancel.abort();
             return live.writer.response("cancelled");
         }
-        const response = stored(id).response;
+        // Running on another replica: the shared store relays the cancel to it.
+        const elsewhere = await store.cancelElsewhere(id);
+        if (elsewhere !== undefined) return elsewhere;
+        const response = (await stored(id)).response;
         throw new InvalidRequestError(`Response '${id}' has already ended (status ${String(response["status"])}); only a response still generating can be cancelled.`, null, "response_not_cancellable");
     });
 
     app.post("/v1/responses/input_tokens", async (request) => {
         const model = context.host.requireReady();
-        const { chat } = prepare(request.body);
+        const { chat } = await prepare(request.body, request.headers);
         return { object: "response.input_tokens", input_tokens: countChatPromptTokens(model, chat, { promptParam: "input" }) };
     });
 
-    function stored(id: string): NonNullable<ReturnType<ResponseStore["get"]>> {
-        const found = store.get(id);
+    async function stored(id: string): Promise<StoredResponse> {
+        const found = await store.get(id);
         if (found === undefined) throw notFound(id);
         return found;
     }
@@ -161,11 +193,6 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
 
 function notFound(id: string): NotFoundError {
     return new NotFoundError(`Response with id '${id}' not found: it was not stored (store: false), was deleted, or expired.`, "response_id", "response_not_found");
-}
-
-/** The response object the last event carries (`response.completed` / `response.incomplete`). */
-function finalResponse(events: ResponseEvent[]): Record<string, unknown> {
-    return events.at(-1)!["response"] as Record<string, unknown>;
 }
 
 /** OpenAI's list page: `{object: "list", data, first_id, last_id, has_more}`, `limit` 1–100 (default 20), after an item id. */

@@ -1,9 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import type { MapleConfig } from "../../config/settings.js";
-import type { GenerationOptions } from "../../conversation/index.js";
+import type { GenerationOptions } from "../../core/index.js";
 import type { MapleMetrics } from "../../metrics/metrics.js";
-import type { SamplingDefaults } from "../../openai/sampling.js";
-import type { ModelHost } from "../../serving/modelHost.js";
+import type { ResponseStore } from "../../responses/responseStore.js";
+import type { SamplingDefaults } from "../../wire/sampling.js";
+import type { ModelHost } from "../../core/modelHost.js";
 
 /** What every route is given: the config, the served model, and the checks they share. */
 export interface RouteContext {
@@ -12,6 +13,8 @@ export interface RouteContext {
     /** This server's Prometheus metrics; generation routes pass `metrics.observeGeneration()` to each generation. */
     metrics: MapleMetrics;
     samplingDefaults: SamplingDefaults;
+    /** Where /v1/responses keeps `store: true` responses (MAPLE_RESPONSES_STORE). */
+    responseStore: ResponseStore;
     version: string;
     /** Unix seconds reported as the model's `created`. */
     createdAt: number;

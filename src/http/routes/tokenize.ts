@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { parseTokenizeRequest } from "../../openai/tokenizeRequest.js";
-import { checkPromptCharacters } from "../../conversation/promptChecks.js";
-import { renderConversation } from "../../conversation/renderConversation.js";
+import { checkPromptCharacters } from "../../core/promptChecks.js";
+import { renderConversation } from "../../core/renderConversation.js";
 import type { RouteContext } from "./routeContext.js";
 
 /**

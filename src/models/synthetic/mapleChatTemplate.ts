@@ -1,7 +1,7 @@
 /**
  * The chat template maple-preview's GGUFs carry (Maple's variant of the stock Qwen3 template),
  * which the synthetic model writer embeds as `tokenizer.chat_template`. The server never reads it
- * from here: it uses whatever template the served GGUF carries (see `src/chat/template.ts`).
+ * from here: it uses whatever template the served GGUF carries (see `src/chatFormat/template.ts`).
  */
 
 /**

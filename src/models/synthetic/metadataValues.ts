@@ -16,9 +16,9 @@ export const f32 = (value: number): MetadataEntry => ({ value, type: GGUFValueTy
 export const bool = (value: boolean): MetadataEntry => ({ value, type: GGUFValueType.BOOL });
 export const str = (value: string): MetadataEntry => ({ value, type: GGUFValueType.STRING });
 
-const array =
-    <T extends number | string | boolean>(subType: GGUFValueType) =>
-    (values: readonly T[]): MetadataEntry => ({ value: [...values], type: GGUFValueType.ARRAY, subType });
+const array
+    = <T extends number | string | boolean>(subType: GGUFValueType) =>
+        (values: readonly T[]): MetadataEntry => ({ value: [...values], type: GGUFValueType.ARRAY, subType });
 
 export const strArray = array<string>(GGUFValueType.STRING);
 export const i32Array = array<number>(GGUFValueType.INT32);

@@ -25,9 +25,9 @@ export async function isCompleteSyntheticModel(spec: SyntheticModelSpec, path: s
     if (extent === undefined) return false;
     const { tensors, dataBytes } = placeTensors(syntheticModelTensors(spec));
     return (
-        extent.actualFileBytes === extent.expectedFileBytes &&
-        extent.tensorCount === tensors.length &&
-        extent.dataBytes === dataBytes
+        extent.actualFileBytes === extent.expectedFileBytes
+        && extent.tensorCount === tensors.length
+        && extent.dataBytes === dataBytes
     );
 }
 
