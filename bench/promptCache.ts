@@ -4,13 +4,21 @@
  * in interleaved turns (the machine is shared): each turn starts a fresh server, runs the
  * workload, and stops it.
  *
- *   node dist/bench/promptCache.js [--model qwen3-0.6b] [--workload conversations|mixed|restart]
+ *   node dist/bench/promptCache.js [--model qwen3-0.6b] [--workload conversations|mixed|agents|restart]
  *       [--conversations 12] [--rounds 3] [--system-tokens 600] [--parallel 4] [--threads 2]
  *       [--context-size 4096] [--turns 1] [--cache-ram MIB] [--contenders llama-server,maple,maple-nocache]
+ *       [--agent-kinds 3] [--sessions 4]
  *
  * conversations: each conversation has its own ~600-token system prompt and grows by one short
  *   user turn per round; every round sends all conversations at once; 1 token generated, so the
  *   time is the prompt's. Reports rounds 2.. total, median request, share of prompt tokens cached.
+ * agents: `--agent-kinds` agent kinds, each its own ~`--system-tokens` system prompt and three
+ *   tools (its preamble); `--sessions` new sessions of each kind, interleaved across kinds, arrive
+ *   `--parallel` at a time (each session: a first message, then one follow-up turn). No session
+ *   repeats another's first message, so a session's preamble is all it can reuse from others.
+ *   Reports the total time, the share of each new session's first prompt read from the cache,
+ *   and of all prompts. llama-server runs with its default flags here (no --swa-full: its
+ *   windowed cache with context checkpoints), as an agent user would run it.
  * mixed: one request, then four at once (five distinct prompts over four slots), then each of
  *   the five again plus a turn; reports the second batch's wall time.
  * blocking (Maple only, 2 slots): one stream decodes while the other slot runs A, B (A saved),
@@ -44,7 +52,9 @@ const { values } = parseArgs({
         "context-size": { type: "string", default: "4096" },
         turns: { type: "string", default: "1" },
         "cache-ram": { type: "string" },
-        contenders: { type: "string", default: "llama-server,maple" }
+        contenders: { type: "string", default: "llama-server,maple" },
+        "agent-kinds": { type: "string", default: "3" },
+        sessions: { type: "string", default: "4" }
     }
 });
 const conversations = Number(values.conversations);
@@ -70,7 +80,7 @@ async function start(contender: Contender, extraEnv: Record<string, string> = {}
     if (contender === "llama-server") {
         const tools = await ensureLlamaCppTools();
         child = spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads), "-c", String(contextSize * parallel),
-            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui",
+            "-np", String(parallel), ...(values.workload === "agents" ? [] : ["--swa-full"]), "--port", String(port), "--host", "127.0.0.1", "--no-webui",
             // The same bound on both sides when one is given (llama-server's default is 8192 MiB).
             ...(values["cache-ram"] === undefined ? [] : ["--cache-ram", values["cache-ram"]])], { stdio: "ignore" });
     } else {
@@ -102,12 +112,12 @@ interface RequestResult {
     reply: string;
 }
 
-async function chat(server: Server, messages: readonly Message[]): Promise<RequestResult> {
+async function chat(server: Server, messages: readonly Message[], tools?: readonly unknown[]): Promise<RequestResult> {
     const startedAt = performance.now();
     const response = await fetch(`${server.url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "bench", messages, max_tokens: 1, temperature: 0 })
+        body: JSON.stringify({ model: "bench", messages, max_tokens: 1, temperature: 0, ...(tools === undefined ? {} : { tools }) })
     });
     const body = await response.json() as {
         choices?: { message: { content: string | null } }[];
@@ -191,6 +201,45 @@ async function mixedWorkload(server: Server): Promise<string> {
     const second = (performance.now() - startedAt) / 1000;
     const cached = again.reduce((sum, result) => sum + result.cachedTokens, 0) / again.reduce((sum, result) => sum + result.promptTokens, 0);
     return `four at once ${batch.toFixed(2)} s; all five again ${second.toFixed(2)} s, cached ${(100 * cached).toFixed(0)}%${describeCache(await mapleCacheFigures(server))}`;
+}
+
+/** An agent kind's tools: part of its preamble, as Claude Code's and Codex's are. */
+const agentTools = (kind: number): unknown[] => ["read_file", "run_command", "search"].map((name, index) => ({
+    type: "function",
+    function: {
+        name: `${name}_${kind}`, description: `Tool ${index} of agent kind ${kind}. ${benchPrompt(40)}`,
+        parameters: { type: "object", properties: { argument: { type: "string", description: `The argument of ${name}.` } }, required: ["argument"] }
+    }
+}));
+
+async function agentsWorkload(server: Server): Promise<string> {
+    const kinds = Number(values["agent-kinds"]);
+    const sessions = Number(values.sessions);
+    // Interleaved: session 0 of each kind, then session 1 of each, …
+    const queue = Array.from({ length: kinds * sessions }, (_, index) => ({ kind: index % kinds, session: Math.floor(index / kinds) }));
+    const firsts: { result: RequestResult; session: number }[] = [];
+    const all: RequestResult[] = [];
+    const startedAt = performance.now();
+    for (let start = 0; start < queue.length; start += parallel) {
+        await Promise.all(queue.slice(start, start + parallel).map(async ({ kind, session }) => {
+            const history: Message[] = [
+                { role: "system", content: `You are agent kind ${kind}, the ${["planner", "coder", "reviewer", "tester"][kind % 4]}. ${systemPrompt(kind)}` },
+                { role: "user", content: `Session ${session} of kind ${kind}: task ${kind * 97 + session * 13}.` }
+            ];
+            const first = await chat(server, history, agentTools(kind));
+            history.push({ role: "assistant", content: first.reply }, { role: "user", content: `Continue task ${kind * 97 + session * 13}.` });
+            const next = await chat(server, history, agentTools(kind));
+            firsts.push({ result: first, session });
+            all.push(first, next);
+        }));
+    }
+    const seconds = (performance.now() - startedAt) / 1000;
+    const share = (results: RequestResult[]): string => (100 * results.reduce((sum, result) => sum + result.cachedTokens, 0)
+        / Math.max(1, results.reduce((sum, result) => sum + result.promptTokens, 0))).toFixed(0);
+    // The first session of each kind has nothing to reuse: the sessions after it are the ones a shared preamble serves.
+    const later = firsts.filter((first) => first.session > 0).map((first) => first.result);
+    return `${kinds} kinds × ${sessions} sessions ${seconds.toFixed(1)} s, new sessions' first prompts cached ${share(later)}% (all prompts ${share(all)}%), `
+        + `median first prompt ${median(firsts.map((first) => first.result.promptTokens)).toFixed(0)} tokens${describeCache(await mapleCacheFigures(server))}`;
 }
 
 /** Gaps between a streaming generation's chunks, timestamped. */
@@ -286,7 +335,8 @@ if (values.workload === "restart" || values.workload === "blocking") {
         for (const contender of contenders) {
             const server = await start(contender);
             try {
-                const figures = values.workload === "mixed" ? await mixedWorkload(server) : await conversationsWorkload(server);
+                const figures = values.workload === "mixed" ? await mixedWorkload(server)
+                    : values.workload === "agents" ? await agentsWorkload(server) : await conversationsWorkload(server);
                 kernels.push({ name: contender, pid: server.child.pid!, variant: await mappedCpuVariant(server.child.pid!) });
                 console.log(`turn ${turn} ${contender}: ${figures}`);
             } finally {

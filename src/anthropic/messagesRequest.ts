@@ -8,6 +8,7 @@ import {
     samplingWire, selectTools, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules
 } from "../wire/index.js";
 import { thinkingFromSignature } from "./thinkingSignature.js";
+import { withoutAttributionBlocks } from "./attributionBlocks.js";
 
 /** Any content block: each type is checked where it is read, so an unsupported one is refused by name. */
 const block = z.object({ type: z.string() }).passthrough();
@@ -139,7 +140,7 @@ function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
     const formatParam = wire.output_config?.format != null ? "output_config.format.schema" : "output_format.schema";
     const json = format === undefined ? undefined : { schema: grammarSchema(format.schema, formatParam) };
     const parallel = wire.tool_choice == null || !("disable_parallel_tool_use" in wire.tool_choice) || wire.tool_choice.disable_parallel_tool_use !== true;
-    const system = wire.system == null ? "" : typeof wire.system === "string" ? wire.system : joinText(wire.system, "system");
+    const system = wire.system == null ? "" : typeof wire.system === "string" ? wire.system : joinText(withoutAttributionBlocks(wire.system), "system");
     return {
         model: wire.model ?? undefined,
         messages: [...(system === "" ? [] : [{ role: "system" as const, content: system }]), ...toChatMessages(wire.messages)],

@@ -34,7 +34,8 @@ export interface MapleConfig {
     maxNewTokens: number;
     maxNewTokensLimit: number;
     maxPromptTokens: number | undefined;
-    contextSize: number;
+    /** Each slot's context in tokens; undefined: the model's training context when it fits, else the largest that fits (see fitContextSize). */
+    contextSize: number | undefined;
     threads: number;
     parallel: number;
     batchSize: number;
@@ -62,6 +63,10 @@ export interface MapleConfig {
     cacheRamMiB: number | undefined;
     cacheDir: string | undefined;
     cacheDiskMiB: number;
+    /** Sliding-window layers keep every token (the full cache) instead of their window and checkpoints. */
+    swaFull: boolean;
+    /** Keep Claude Code's attribution system block (src/anthropic/attributionBlocks.ts) in the prompt. */
+    keepBillingHeader: boolean;
     /** Serve the built-in web chat at / (default true). */
     webUi: boolean;
 }
@@ -214,10 +219,11 @@ export const settings = [
         help: "Cap on max_tokens; larger requests are capped, not refused", parse: integer(1) }),
     define({ key: "maxPromptTokens", flag: "max-prompt-tokens", env: "MAPLE_MAX_PROMPT_TOKENS", valueName: "N", defaultValue: () => undefined,
         defaultText: "the context size", help: "Longest prompt accepted; longer → 400 context_length_exceeded", parse: integer(1) }),
-    // 32K fits an agent's 10-20k-token prompt (tool definitions, long system prompt) and a long answer.
-    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => 32_768,
-        help: "Context window of each slot in tokens (capped at the model's training context); its KV cache is reserved "
-            + "at start: 48 KiB a token on maple-preview, 1.5 GiB a slot at 32768, 6 GiB for 4 slots", parse: integer(64, 1 << 22) }),
+    define({ key: "contextSize", flag: "context-size", env: "MAPLE_CONTEXT_SIZE", valueName: "N", defaultValue: () => undefined,
+        defaultText: "the model's training context when the slots' KV caches fit next to the weights and the RAM prompt cache, else the largest that fits",
+        help: "Context window of each slot in tokens (capped at the model's training context; refused when its KV cache cannot fit); "
+            + "the start-up log says the size, the KV bytes a slot and why (maple-preview, windowed cache: ~12 KiB a token, ~1.5 GiB a 131072-token slot)",
+        parse: integer(64, 1 << 22) }),
     define({ key: "threads", flag: "threads", env: "MAPLE_THREADS", valueName: "N", defaultValue: () => availableParallelism(),
         defaultText: "the cores this process may use", help: "llama.cpp threads; more than the cores oversubscribes and slows decoding", parse: integer(1, 1024) }),
     define({ key: "parallel", flag: "parallel", env: "MAPLE_PARALLEL", valueName: "N", defaultValue: () => 4,
@@ -263,6 +269,12 @@ export const settings = [
         defaultText: "none (no disk tier)", help: "Prompt cache on disk, kept across restarts (entries keyed by the model file)", parse: nonEmpty }),
     define({ key: "cacheDiskMiB", flag: "cache-disk", env: "MAPLE_CACHE_DISK", valueName: "MIB", defaultValue: () => 8192,
         help: "Bound of the disk prompt cache in MAPLE_CACHE_DIR (0 disables it)", parse: integer(0, 1 << 30) }),
+    define({ key: "swaFull", flag: "swa-full", env: "MAPLE_SWA_FULL", valueName: "BOOL", defaultValue: () => false,
+        help: "Sliding-window models: keep every token's cells in the sliding-window layers (more memory) instead of their window, with checkpoints where prompts are cut back",
+        parse: boolean }),
+    define({ key: "keepBillingHeader", flag: "keep-billing-header", env: "MAPLE_KEEP_BILLING_HEADER", valueName: "BOOL", defaultValue: () => false,
+        help: "Keep Claude Code's per-session x-anthropic-billing-header system block in the prompt (off: left out, so sessions share their cached preamble)",
+        parse: boolean }),
     define({ key: "webUi", flag: "webui", env: "MAPLE_WEBUI", valueName: "BOOL", defaultValue: () => true,
         help: "Serve the built-in web chat at / (false: the API only)", parse: boolean })
 ] as const satisfies readonly SettingDefinition<keyof MapleConfig>[];

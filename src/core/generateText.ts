@@ -22,6 +22,8 @@ export interface TextGenerationRequest {
     cacheKey?: string;
     /** How many leading prompt tokens the conversation's next request will repeat (GenerationRequest.nextTurnPrefix). */
     nextTurnPrefix?: number;
+    /** Leading prompt tokens other sessions share (GenerationRequest.preambleTokens). */
+    preambleTokens?: number;
 }
 
 /** What differs between the choices of one request (n > 1); `startTextGenerations` takes one per choice. */
@@ -114,7 +116,8 @@ export async function startTextGenerations(engine: Engine, scheduler: Scheduler,
     let sharedCachedTokens: number | undefined;
     if (leases.length > 1) {
         try {
-            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey, request.nextTurnPrefix);
+            sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey, request.nextTurnPrefix,
+                request.preambleTokens);
         } catch (error) {
             releaseAll();
             throw error;
@@ -164,7 +167,8 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
             grammar: request.grammar,
             logprobs: request.logprobs,
             cacheKey: request.cacheKey,
-            nextTurnPrefix: request.nextTurnPrefix
+            nextTurnPrefix: request.nextTurnPrefix,
+            preambleTokens: request.preambleTokens
         });
         const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));
         const stopMatcher = new StopMatcher(request.stop);

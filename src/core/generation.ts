@@ -1,5 +1,6 @@
 import type { ChatPrompt, ChatPromptRequest, ChatTemplateSource } from "../chatFormat/chatPrompt.js";
 import { nextTurnSharedCharacters } from "../chatFormat/nextTurn.js";
+import { preambleCharacters } from "../chatFormat/preamble.js";
 import type { Engine, EngineGrammar, SamplingOptions } from "../engine/types.js";
 import { isAbortError, ServerError } from "../errors.js";
 import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "./generateText.js";
@@ -80,7 +81,20 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
         : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
-    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix }, choices, options);
+    const preambleTokens = preambleTokenCount(engine, model.chatTemplate, request, prompt.text, promptTokens);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix, preambleTokens }, choices, options);
+}
+
+/**
+ * How many of the prompt's tokens are its shared preamble (see preambleCharacters). Undefined
+ * unless the preamble's text tokenizes to exactly the prompt's first tokens (a token that
+ * merges across its end would differ from session to session).
+ */
+function preambleTokenCount(engine: Engine, source: ChatTemplateSource, request: ChatPromptRequest, prompt: string, promptTokens: readonly number[]): number | undefined {
+    const characters = preambleCharacters(source, request, prompt);
+    if (characters === undefined) return undefined;
+    const tokens = engine.tokenize(prompt.slice(0, characters), { specialTokens: true, addBos: true });
+    return tokens.length < promptTokens.length && tokens.every((token, index) => token === promptTokens[index]) ? tokens.length : undefined;
 }
 
 /**
@@ -150,12 +164,13 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
 }
 
 async function startChoices(model: ServingModel,
-    start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number },
+    start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; preambleTokens?: number },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;
     const request: TextGenerationRequest = {
         promptTokens: start.promptTokens, sampling: start.sampling, maxTokens: settings.maxTokens, stop: settings.stop,
-        signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix
+        signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix,
+        preambleTokens: start.preambleTokens
     };
     const generations = await startTextGenerations(model.engine, model.scheduler, request,
         choices.map((choice) => ({ grammar: choice.grammar, observer: options.observe?.() })));

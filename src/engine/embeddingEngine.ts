@@ -7,8 +7,8 @@ import type { ModelInfo } from "./types.js";
 export interface EmbeddingEngineOptions {
     modelPath: string;
     threads: number;
-    /** Longest input in tokens; capped at the model's training context. */
-    contextSize: number;
+    /** Longest input in tokens; capped at the model's training context, which undefined means. */
+    contextSize: number | undefined;
     batchSize: number;
     signal?: AbortSignal;
     onLoadProgress?: (fraction: number) => void;
@@ -47,7 +47,9 @@ export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Prom
         modelPath: options.modelPath, gpuLayers: llama.gpu === false ? 0 : "auto", onLoadProgress: options.onLoadProgress, loadSignal: options.signal
     });
     try {
-        const contextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
+        // Unset (the chat models' fitted default): the embedding model's own training context.
+        const trainContext = model.trainContextSize || (options.contextSize ?? 4096);
+        const contextSize = Math.min(options.contextSize ?? trainContext, trainContext);
         const context = await model.createEmbeddingContext({
             contextSize, batchSize: Math.min(options.batchSize, contextSize), threads: options.threads, createSignal: options.signal
         });

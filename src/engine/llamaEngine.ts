@@ -7,6 +7,8 @@ import { decodeLoop } from "./decodeLoop.js";
 import { openLlama } from "./openLlama.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
+import { fitContextSize } from "./contextFit.js";
+import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
@@ -23,8 +25,14 @@ export interface LlamaEngineOptions {
     modelPath: string;
     /** llama.cpp threads; never more than the cores the process may use (see README). */
     threads: number;
-    /** Context window of each slot, in tokens; capped at the model's training context. */
-    contextSize: number;
+    /**
+     * Context window of each slot, in tokens; capped at the model's training context. Undefined:
+     * chosen (see fitContextSize): the training context when the slots' KV caches fit in
+     * `kvBudgetBytes`, else the largest that does.
+     */
+    contextSize?: number;
+    /** Memory the slots' KV caches may take; an explicit contextSize that needs more is refused (ContextDoesNotFitError). Undefined: not bounded. */
+    kvBudgetBytes?: number;
     /** Sequences that generate at once in the one llama.cpp context. */
     slots: number;
     batchSize: number;
@@ -36,6 +44,11 @@ export interface LlamaEngineOptions {
     onLog?: (level: "warn" | "error", message: string) => void;
     /** Saved slot states beyond the slots (see docs/prompt-cache.md); none when absent. */
     promptCache?: PromptCacheSettings;
+    /**
+     * Sliding-window layers keep every token (llama.cpp's `swa_full`), as before issue 29; default
+     * false: the windowed cache, with context checkpoints where prompts are cut back (MAPLE_SWA_FULL).
+     */
+    swaFullCache?: boolean;
 }
 
 export interface PromptCacheSettings {
@@ -59,6 +72,9 @@ const samplingErrorPatchApplied: boolean = readFileSync(
 /** node-llama-cpp's package.json is not in its exports map: read it beside its entry point (dist/index.js). */
 const engineVersion: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.resolve("node-llama-cpp")), "utf8")) as { version: string }).version;
 
+/** Checkpoints a windowed slot keeps (node-llama-cpp's `checkpoints.max`): its preamble and its last turn boundaries. */
+const maximumCheckpoints = 4;
+
 /** Loads a GGUF model into llama.cpp through node-llama-cpp and runs generations on its slots. */
 export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engine> {
     const startedAt = performance.now();
@@ -74,33 +90,53 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         loadSignal: options.signal
     });
     try {
-        const requestedContextSize = Math.min(options.contextSize, model.trainContextSize || options.contextSize);
+        const slidingWindow = slidingWindowOf(model);
+        const swaFullCache = options.swaFullCache === true || slidingWindow === 0;
+        const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
+        const attention = (model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {};
+        const slotKvBytes = (size: number): number => {
+            const bytes = kvCacheBytes(attention, size, options.batchSize);
+            // The windowed cache's checkpoints take memory too (see maximumCheckpoints below).
+            return swaFullCache ? bytes.full : bytes.windowed + maximumCheckpoints * (bytes.windowed - bytes.globalBytesPerToken * size);
+        };
+        const fit = fitContextSize({
+            requested: options.contextSize, trainContextSize: model.trainContextSize, slots: options.slots, budgetBytes: options.kvBudgetBytes, kvBytesPerSlot: slotKvBytes
+        });
+        const requestedContextSize = fit.contextSize;
         const context = await model.createContext({
             sequences: options.slots,
             // node-llama-cpp's contextSize is per sequence: each slot gets its own window.
             contextSize: requestedContextSize,
             batchSize: Math.min(options.batchSize, requestedContextSize * options.slots),
             threads: { ideal: options.threads, min: options.threads },
-            // Prefix reuse needs the whole KV history of sliding-window layers too.
-            swaFullCache: true,
+            // Windowed (the default): a sliding-window layer keeps its window and a batch; prefixes are
+            // reused exactly through checkpoints and saved states (see WindowedSequence).
+            swaFullCache,
             // llama.cpp's own tools default to flash attention where supported (llama-bench: auto);
             // node-llama-cpp defaults it off, which cost prefill speed (measured on maple-preview).
             flashAttention: model.flashAttentionSupported,
             createSignal: options.signal
         });
-        const sequences = Array.from({ length: options.slots }, () => context.getSequence());
+        const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
+        // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
+        const checkpointBytesPerSlot = swaFullCache ? 0 : maximumCheckpoints * (kvBytes.windowed - kvBytes.globalBytesPerToken * requestedContextSize);
+        const sequences = Array.from({ length: options.slots }, () => context.getSequence(swaFullCache ? {} : {
+            checkpoints: { max: maximumCheckpoints, interval: false, maxMemory: checkpointBytesPerSlot }
+        }));
         // What each slot got (node-llama-cpp may pad the context): the one figure for the slot size.
         const slotContextSize = sequences[0]?.contextSize ?? requestedContextSize;
         const report = new CacheReport();
         const cache = options.promptCache === undefined ? undefined : await PromptCache.open({
             ...options.promptCache,
-            identity: await modelIdentity(options.modelPath, { contextSize: slotContextSize, flashAttention: context.flashAttention, swaFullCache: true, engineVersion }),
+            // The slots' checkpoints count inside the host-memory bound.
+            ramBytes: Math.max(0, options.promptCache.ramBytes - options.slots * checkpointBytesPerSlot),
+            identity: await modelIdentity(options.modelPath, { contextSize: slotContextSize, flashAttention: context.flashAttention, swaFullCache, engineVersion }),
             maxTokens: slotContextSize,
-            slidingWindow: slidingWindowOf(model),
+            slidingWindow,
             onEvent: (event) => report.record(event)
         });
         const loadSeconds = (performance.now() - startedAt) / 1000;
-        return new LlamaEngine(llama, model, context, sequences, cache, report, await describeModel(model, options.modelPath), {
+        return new LlamaEngine(llama, model, context, sequences, swaFullCache ? 0 : slidingWindow, cache, report, await describeModel(model, options.modelPath), {
             device: llama.gpu === false ? "cpu" : llama.gpu,
             threads: options.threads,
             contextSize: slotContextSize,
@@ -108,6 +144,12 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             batchSize: context.batchSize,
             attention: context.flashAttention === true ? "flash attention (llama.cpp)" : "standard attention (llama.cpp)",
             loadSeconds: Math.round(loadSeconds * 100) / 100,
+            kvBytesPerSlot: swaFullCache ? kvBytes.full : kvBytes.windowed,
+            kvBytesPerSlotFull: kvBytes.full,
+            kvBytesPerSlotWindowed: kvBytes.windowed,
+            slidingWindowCache: slidingWindow === 0 ? "none" : swaFullCache ? "full" : "windowed",
+            contextReason: fit.reason,
+            checkpointBytesPerSlot,
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
                 + `${llama.gpu === false ? "cpu" : llama.gpu}`
@@ -136,12 +178,13 @@ class LlamaEngine implements Engine {
         private readonly llamaModel: LlamaModel,
         private readonly context: LlamaContext,
         sequences: readonly LlamaContextSequence[],
+        windowedSlidingWindow: number,
         private readonly cache: PromptCache | undefined,
         private readonly cacheReport: CacheReport,
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {
-        this.store = new LlamaSlotStore(sequences, this.barrier);
+        this.store = new LlamaSlotStore(sequences, this.barrier, windowedSlidingWindow);
         this.policy = new SlotCachePolicy({ store: this.store, cache, slidingWindow: model.slidingWindow, costs: this.costs });
         this.grammars = new GrammarCache(llama);
         this.sampling = new SamplingAdapters(llamaModel, model.vocabularySize);
@@ -182,13 +225,14 @@ class LlamaEngine implements Engine {
         return { text, bytes: bytes ?? [...Buffer.from(text, "utf8")] };
     }
 
-    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number> {
+    async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
+        preambleTokens?: number): Promise<number> {
         const sequence = this.store.sequence(source);
         const prompt = promptTokens as Token[];
-        const cached = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix);
+        const { cached, held } = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix, preambleTokens);
         // The last prompt token is each generation's own first step: its logits are sampled.
         const shared = prompt.length - 1;
-        if (shared > cached) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(cached, shared));
+        if (shared > held) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(held, shared));
         for (const target of targets) {
             const targetSequence = this.store.sequence(target);
             // Already holds it (the same prompt again): its generation erases whatever follows.
@@ -219,10 +263,10 @@ class LlamaEngine implements Engine {
     async generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
-        const cachedPromptTokens = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix);
+        const { cached: cachedPromptTokens, held } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);
         const generation = decodeLoop({
-            slot, sequence, model: this.llamaModel, input: prompt.slice(cachedPromptTokens),
-            sampling: this.sampling.forRequest(request, prompt, cachedPromptTokens),
+            slot, sequence, model: this.llamaModel, input: prompt.slice(held),
+            sampling: this.sampling.forRequest(request, prompt, held),
             maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier, costs: this.costs
         });
         return { cachedPromptTokens, tokens: () => generation };

@@ -1,11 +1,19 @@
-import type { LlamaContextSequence } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { SlotStore } from "./slotCache/slotStore.js";
 import { loadSequenceState, saveSequenceState } from "./sequenceStateFile.js";
 import type { StepBarrier } from "./stepBarrier.js";
+import { WindowedSequence } from "./windowedSequence.js";
 
 /** The slots as node-llama-cpp sequences of one context (slot i is sequence i); state operations run in the step barrier's exclusive section. */
 export class LlamaSlotStore implements SlotStore {
-    constructor(private readonly sequences: readonly LlamaContextSequence[], private readonly barrier: StepBarrier) {}
+    /** With the windowed sliding-window cache: each slot's exact cuts and checkpoints (see WindowedSequence). */
+    private readonly windowed: readonly WindowedSequence[] | undefined;
+
+    /** `slidingWindow`: the model's window when the context runs the windowed cache, else 0. */
+    constructor(private readonly sequences: readonly LlamaContextSequence[], private readonly barrier: StepBarrier, slidingWindow = 0) {
+        this.windowed = slidingWindow > 0 ? sequences.map((sequence) => new WindowedSequence(sequence, slidingWindow)) : undefined;
+        if (this.windowed === undefined) this.checkpoint = undefined;
+    }
 
     get slots(): number {
         return this.sequences.length;
@@ -39,9 +47,28 @@ export class LlamaSlotStore implements SlotStore {
         return this.barrier.exclusive(() => loadSequenceState(sequence, file));
     }
 
+    async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
+        if (tokens.length > 0) await this.sequence(slot).evaluateWithoutGeneratingNewTokens(tokens as Token[]);
+    }
+
+    reusable(slot: number, shared: number): number {
+        return this.windowed?.[slot]?.exactCut(shared) ?? shared;
+    }
+
     async erase(slot: number, start: number): Promise<void> {
         const sequence = this.sequence(slot);
         const end = sequence.nextTokenIndex;
-        await this.barrier.exclusive(() => sequence.eraseContextTokenRanges([{ start, end }]));
+        const windowed = this.windowed?.[slot];
+        await this.barrier.exclusive(() => (windowed === undefined ? sequence.eraseContextTokenRanges([{ start, end }]) : windowed.cutTo(start)));
+    }
+
+    checkpoint? = async (slot: number): Promise<void> => {
+        const sequence = this.sequence(slot);
+        await this.barrier.exclusive(() => sequence.takeCheckpoint());
+    };
+
+    /** Bytes the slots' checkpoints hold (inside the prompt cache's bound). */
+    checkpointBytes(): number {
+        return this.windowed === undefined ? 0 : this.sequences.reduce((sum, sequence) => sum + sequence.checkpointsMemoryUsage, 0);
     }
 }

@@ -11,10 +11,16 @@ export interface ModelFileFacts {
     memoryBytes: number;
 }
 
+/** A GGUF that states no training context. */
+const fallbackContextSize = 4096;
+
 export interface ModelLayout {
-    contextSize: number;
+    /** Per slot; undefined (fitted at load): the model's training context, the most a fit can choose, so the estimate is an upper bound. */
+    contextSize: number | undefined;
     slots: number;
     batchSize: number;
+    /** The sliding-window layers' full cache (MAPLE_SWA_FULL), else the windowed one. */
+    swaFullCache: boolean;
 }
 
 /**
@@ -29,14 +35,15 @@ export async function readModelFileFacts(path: string, layout: ModelLayout): Pro
     const architecture = metadata[metadata.general.architecture];
     const purpose: ModelPurpose = (architecture?.pooling_type ?? 0) > 0 ? "embedding" : "chat";
     const insights = await GgufInsights.from(info);
-    const contextSize = Math.min(layout.contextSize, architecture?.context_length ?? layout.contextSize);
+    const trainContext = architecture?.context_length ?? layout.contextSize ?? fallbackContextSize;
+    const contextSize = Math.min(layout.contextSize ?? trainContext, trainContext);
     const context = insights.estimateContextResourceRequirements({
         contextSize: contextSize * (purpose === "chat" ? layout.slots : 1),
         sequences: purpose === "chat" ? layout.slots : 1,
         batchSize: layout.batchSize,
         modelGpuLayers: 0,
         isEmbeddingContext: purpose === "embedding",
-        swaFullCache: true
+        swaFullCache: layout.swaFullCache
     });
     return { purpose, embeddingLength: architecture?.embedding_length ?? 0, memoryBytes: insights.modelSize + context.cpuRam + context.gpuVram };
 }

@@ -38,6 +38,17 @@ export interface RuntimeInfo {
     batchSize: number;
     attention: string;
     loadSeconds: number;
+    /** Bytes of one slot's KV cache as allocated (see kvCacheBytes), with the sliding-window cache in use. */
+    kvBytesPerSlot: number;
+    /** One slot with the full sliding-window cache (every layer holds every token), and with the windowed one. */
+    kvBytesPerSlotFull: number;
+    kvBytesPerSlotWindowed: number;
+    /** How sliding-window layers keep their cells: "none" without such layers; "windowed" unless MAPLE_SWA_FULL. */
+    slidingWindowCache: "none" | "full" | "windowed";
+    /** Why each slot got `contextSize` tokens (the training context that fits, the largest that fits, or --context-size). */
+    contextReason: string;
+    /** The most a slot's context checkpoints hold (counted inside the host-memory prompt cache's bound). */
+    checkpointBytesPerSlot: number;
     engineVersion: string;
     /**
      * What computes the tokens, beyond the version: the llama.cpp release, whether its binary was
@@ -107,6 +118,13 @@ export interface GenerationRequest {
      * a sliding-window model, see nextTurnSharedCharacters): where its slot's state is saved.
      */
     nextTurnPrefix?: number;
+    /**
+     * How many leading prompt tokens are a preamble other sessions start with too: the system or
+     * developer messages and the tools, before the first user turn (see preambleCharacters). With
+     * a prompt cache, the state where it ends is saved (once per distinct preamble) as the prompt
+     * is evaluated, so a later session restores it and evaluates only its own part.
+     */
+    preambleTokens?: number;
 }
 
 /**
@@ -153,6 +171,9 @@ export interface PromptCacheReport {
     restores: Record<PromptCacheTier, number>;
     restoredTokens: number;
     evictions: Record<PromptCacheTier, number>;
+    /** Of the saves and restores, those of a shared preamble's state (see GenerationRequest.preambleTokens). */
+    preambleSaves: Record<PromptCacheTier, number>;
+    preambleRestores: Record<PromptCacheTier, number>;
     /** Entries found unusable (another model's, corrupted, refused by llama.cpp), never loaded. */
     ignored: Record<PromptCacheTier, number>;
     bytes: Record<PromptCacheTier, number>;
@@ -192,9 +213,10 @@ export interface Engine {
      * `source` (reusing what that slot caches) and copies that state into each of `targets`, so
      * each slot's generation has only the last prompt token left to evaluate. A slot whose copy
      * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
-     * had cached before (the request's cached tokens). `nextTurnPrefix`: as GenerationRequest's.
+     * had cached before (the request's cached tokens). `nextTurnPrefix`, `preambleTokens`: as GenerationRequest's.
      */
-    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number): Promise<number>;
+    sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
+        preambleTokens?: number): Promise<number>;
     /**
      * The slot of `freeSlots` (least recently used first, at least one) that `promptTokens` should
      * go to: the prompt-cache policy's choice (see SlotCachePolicy). An empty prompt asks for the

@@ -27,6 +27,7 @@ import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 import { serveUnprefixedAliases } from "./unprefixedAliases.js";
 import { webUiPaths, webUiRoute } from "./routes/webUi.js";
+import { keepAttributionBlocks } from "../anthropic/attributionBlocks.js";
 
 export interface AppOptions {
     config: MapleConfig;
@@ -154,6 +155,7 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
         if (reply.raw.writableFinished || reply.raw.destroyed) release();
         else reply.raw.once("close", release);
     };
+    keepAttributionBlocks(config.keepBillingHeader);
     const context: RouteContext = {
         config,
         host,

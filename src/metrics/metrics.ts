@@ -147,6 +147,9 @@ export class MapleMetrics {
         };
         tierCounter("maple:prompt_cache_saves_total", "Slot states saved into the prompt cache, by tier (ram, disk).", (report) => report.saves);
         tierCounter("maple:prompt_cache_restores_total", "Saved states restored into a slot, by tier.", (report) => report.restores);
+        tierCounter("maple:prompt_cache_preamble_saves_total", "Of the saves, states where a prompt's shared preamble (system prompt and tools) ends, by tier.",
+            (report) => report.preambleSaves);
+        tierCounter("maple:prompt_cache_preamble_restores_total", "Of the restores, shared preambles' states, by tier.", (report) => report.preambleRestores);
         tierCounter("maple:prompt_cache_evictions_total", "Saved states evicted to keep the tier within its bound, by tier.", (report) => report.evictions);
         tierCounter("maple:prompt_cache_ignored_entries_total", "Saved states found unusable (another model's, corrupted) and never loaded, by tier.",
             (report) => report.ignored);

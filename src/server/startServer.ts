@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { defaultCacheRamMiB, type MapleConfig } from "../config/settings.js";
+import { ContextDoesNotFitError } from "../engine/contextFit.js";
 import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine.js";
 import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
@@ -173,7 +174,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     },
                     onFallback: (reason) => logger.warn(reason)
                 });
-                const facts = await readModelFileFacts(model.path, { contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize });
+                const facts = await readModelFileFacts(model.path, { contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull });
                 entry.purpose = facts.purpose;
                 entry.host.setLoading("loading", 0);
                 await makeRoom(facts.memoryBytes);
@@ -193,13 +194,16 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                         "embedding model ready");
                     return { memoryBytes: facts.memoryBytes, unload: () => embedder.dispose() };
                 }
+                const modelFileBytes = (await stat(model.path)).size;
                 const engine = await loadLlamaEngine({
                     modelPath: model.path,
                     threads: config.threads,
                     contextSize: config.contextSize,
                     slots: config.parallel,
                     batchSize: config.batchSize,
-                    promptCache: promptCacheSettings(config, (await stat(model.path)).size),
+                    kvBudgetBytes: kvBudgetBytes(config, modelFileBytes),
+                    promptCache: promptCacheSettings(config, modelFileBytes),
+                    swaFullCache: config.swaFull,
                     signal,
                     onLoadProgress,
                     onLog
@@ -208,7 +212,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 entry.chat.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
                 const summary = {
                     model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
-                    contextSize: engine.runtime.contextSize, slots: engine.runtime.slots, threads: engine.runtime.threads,
+                    contextSize: engine.runtime.contextSize, contextReason: engine.runtime.contextReason, kvBytesPerSlot: engine.runtime.kvBytesPerSlot,
+                    slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
                     device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
@@ -217,7 +222,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
             } catch (error) {
                 entry.host.setFailed(error as Error);
                 // A bad model spec is the user's mistake: one clear line, no stack trace.
-                if (error instanceof ModelSpecError) logger.error(error.message);
+                if (error instanceof ModelSpecError || error instanceof ContextDoesNotFitError) logger.error(error.message);
                 else if (error instanceof NoRoomAtStartError) logger.info(error.message);
                 else if (!signal.aborted) logger.error({ err: error, model: entry.id }, "the model failed to load");
                 throw error;
@@ -252,6 +257,16 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
 }
 
 /** The prompt cache's tiers from the settings; undefined when both are off. */
+/**
+ * The memory the slots' KV caches may take: the machine's, less the weights, the RAM prompt
+ * cache's bound and a reserve for everything else (compute buffers, the server: 10%, at least 1 GiB).
+ */
+function kvBudgetBytes(config: MapleConfig, modelFileBytes: number): number {
+    const total = totalmem();
+    const ramCacheBytes = (config.cacheRamMiB ?? defaultCacheRamMiB(total, modelFileBytes)) * (1 << 20);
+    return Math.max(0, total - modelFileBytes - ramCacheBytes - Math.max(1 << 30, total / 10));
+}
+
 function promptCacheSettings(config: MapleConfig, modelFileBytes: number): PromptCacheSettings | undefined {
     const ramMiB = config.cacheRamMiB ?? defaultCacheRamMiB(totalmem(), modelFileBytes);
     const diskMiB = config.cacheDir === undefined ? 0 : config.cacheDiskMiB;

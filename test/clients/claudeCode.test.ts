@@ -85,9 +85,10 @@ describe("Claude Code (claude -p) against Maple", () => {
         await rm(home, { recursive: true, force: true });
     });
 
-    it("completes a turn with a tool call: Claude Code runs Bash, sends the result back, prints Maple's answer", async (t) => {
+    /** Runs `claude -p prompt` through the proxy and returns its output. */
+    async function runClaude(prompt: string): Promise<string> {
         const { port } = proxy.address() as AddressInfo;
-        const run = promisify(execFile)(claude, ["-p", "Run echo to print a marker.", "--allowedTools", "Bash"], {
+        const run = promisify(execFile)(claude, ["-p", prompt, "--allowedTools", "Bash"], {
             cwd: home,
             // A guard against a hang, not a timed assertion.
             timeout: 600_000,
@@ -103,9 +104,16 @@ describe("Claude Code (claude -p) against Maple", () => {
             const seen = exchanges.map((exchange) => `${exchange.path} → ${exchange.status}`).join(", ");
             assert.fail(`claude -p failed; stdout: ${error.stdout ?? ""}; stderr: ${error.stderr ?? ""}; requests: ${seen}`);
         });
+        return stdout;
+    }
+    const messageTurns = (): Exchange[] => exchanges.filter((exchange) => exchange.path.startsWith("/v1/messages") && !exchange.path.includes("count_tokens"));
+    const total = (usage: Exchange["usage"]): number => usage!.input_tokens + usage!.cache_read_input_tokens;
+
+    it("completes a turn with a tool call: Claude Code runs Bash, sends the result back, prints Maple's answer", async (t) => {
+        const stdout = await runClaude("Run echo to print a marker.");
         assert.equal(stdout.trim(), `The command printed ${marker}.`);
 
-        const turns = exchanges.filter((exchange) => exchange.path.startsWith("/v1/messages") && !exchange.path.includes("count_tokens"));
+        const turns = messageTurns();
         assert.deepEqual(turns.map((exchange) => exchange.status), [200, 200]);
         const [first, second] = turns;
         assert.equal(first!.headers["x-api-key"], "sk-ant-maple");
@@ -121,9 +129,18 @@ describe("Claude Code (claude -p) against Maple", () => {
         assert.match(sentBack, /"type":"tool_use".*"name":"Bash"/);
         assert.match(sentBack, new RegExp(`"type":"tool_result".*${marker}`));
         // The second turn's prompt starts with the first one's: Maple reused it from the slot.
-        const total = (usage: Exchange["usage"]) => usage!.input_tokens + usage!.cache_read_input_tokens;
         assert.ok(second!.usage!.cache_read_input_tokens > total(first!.usage) / 2, JSON.stringify(second!.usage));
         assert.ok(total(first!.usage) > 8192, `Claude Code's first prompt: ${total(first!.usage)} tokens`);
-        t.diagnostic(`Claude Code's prompts: ${total(first!.usage)} and ${total(second!.usage)} tokens (${second!.usage!.cache_read_input_tokens} read from the cache); Maple's default context is 8192`);
+        t.diagnostic(`Claude Code's prompts: ${total(first!.usage)} and ${total(second!.usage)} tokens (${second!.usage!.cache_read_input_tokens} read from the cache); more than an 8192-token context`);
+    });
+
+    it("a second session, with another prompt, starts warm: its first request reads its preamble from the cache", async (t) => {
+        const before = messageTurns().length;
+        assert.equal((await runClaude("Print the marker with echo, please.")).trim(), `The command printed ${marker}.`);
+        const first = messageTurns()[before]!;
+        // Its per-session attribution block (x-anthropic-billing-header) differs from the first session's; Maple leaves it out.
+        assert.match(JSON.stringify(first.body.system), /x-anthropic-billing-header/);
+        assert.ok(first.usage!.cache_read_input_tokens >= 0.8 * total(first.usage), JSON.stringify(first.usage));
+        t.diagnostic(`the second session's first prompt: ${total(first.usage)} tokens, ${first.usage!.cache_read_input_tokens} read from the cache`);
     });
 });

@@ -38,6 +38,15 @@ class FakeSlotStore implements SlotStore {
         return this.tokens(slot);
     }
 
+    reusable(_slot: number, shared: number): number {
+        return shared;
+    }
+
+    async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
+        await Promise.resolve();
+        this.held[slot]!.push(...tokens);
+    }
+
     async erase(slot: number, start: number): Promise<void> {
         await Promise.resolve();
         this.held[slot] = this.held[slot]!.slice(0, start);
@@ -127,14 +136,14 @@ describe("SlotCachePolicy: saving", () => {
         const { store, policy } = await setUp(1);
         store.held[0] = conversation(1, 100);
         // The same conversation's next turn keeps all of it: nothing saved.
-        assert.equal(await policy.prepare(0, [...conversation(1, 100), 5, 6], undefined, undefined), 100);
+        assert.equal((await policy.prepare(0, [...conversation(1, 100), 5, 6], undefined, undefined)).cached, 100);
         assert.equal(store.saves.length, 0);
         // A prompt that keeps more than half of it (an edited last turn): nothing saved, the rest erased.
-        assert.equal(await policy.prepare(0, [...conversation(1, 51), 5, 5], undefined, undefined), 51);
+        assert.equal((await policy.prepare(0, [...conversation(1, 51), 5, 5], undefined, undefined)).cached, 51);
         assert.equal(store.saves.length, 0);
         store.held[0] = conversation(1, 100);
         // Another conversation erases it: saved first.
-        assert.equal(await policy.prepare(0, conversation(2, 30), undefined, undefined), 0);
+        assert.equal((await policy.prepare(0, conversation(2, 30), undefined, undefined)).cached, 0);
         assert.deepEqual(store.saves.map((tokens) => tokens.length), [100]);
     });
 
@@ -153,7 +162,7 @@ describe("SlotCachePolicy: saving", () => {
         const { store, policy } = await setUp(2, { ramBytes: 1500 });
         store.held[0] = conversation(1, 100);
         await policy.prepare(0, conversation(2, 20), undefined, undefined);
-        assert.equal(await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined), 100);
+        assert.equal((await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined)).cached, 100);
         assert.equal(store.saves.length, 1);
         // Slot 0 holds what its entry holds: reusing it loses nothing, unlike slot 1's unsaved tokens.
         store.held[1] = conversation(4, 100);
@@ -185,7 +194,7 @@ describe("SlotCachePolicy: restore or evaluate", () => {
         await policy.prepare(0, conversation(2, 40), undefined, undefined);
         assert.equal(store.loads, 0);
         // The slot is empty (a new conversation took it), the saved state holds all 100: restored.
-        assert.equal(await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined), 100);
+        assert.equal((await policy.prepare(0, [...conversation(1, 100), 9], undefined, undefined)).cached, 100);
         assert.equal(store.loads, 1);
         assert.deepEqual(store.held[0], conversation(1, 100));
     });
@@ -196,9 +205,9 @@ describe("SlotCachePolicy: restore or evaluate", () => {
         await policy.prepare(0, conversation(2, 40), undefined, undefined);
         // The slot holds the first 40 tokens of conversation 1; the saved state holds 45 of the prompt, then 56.
         store.held[0] = conversation(1, 40);
-        assert.equal(await policy.prepare(0, [...conversation(1, 45), 9], undefined, undefined), 40);
+        assert.equal((await policy.prepare(0, [...conversation(1, 45), 9], undefined, undefined)).cached, 40);
         assert.equal(store.loads, 0);
-        assert.equal(await policy.prepare(0, [...conversation(1, 56), 9], undefined, undefined), 56);
+        assert.equal((await policy.prepare(0, [...conversation(1, 56), 9], undefined, undefined)).cached, 56);
         assert.equal(store.loads, 1);
     });
 
@@ -211,15 +220,52 @@ describe("SlotCachePolicy: restore or evaluate", () => {
             policy.prepare(0, conversation(2, 40), undefined, undefined),
             policy.prepare(1, [...conversation(1, 100), 9], undefined, undefined)
         ]);
-        assert.equal(newOne, 0);
-        assert.equal(returning, 100);
+        assert.equal(newOne.cached, 0);
+        assert.equal(returning.cached, 100);
         assert.equal(store.loads, 1);
     });
 
     it("erases what follows the shared prefix and always leaves the prompt's last token to evaluate", async () => {
         const { store, policy } = await setUp(1, { cache: false });
         store.held[0] = [1, 2, 3, 4, 5];
-        assert.equal(await policy.prepare(0, [1, 2, 3], undefined, undefined), 2);
+        assert.equal((await policy.prepare(0, [1, 2, 3], undefined, undefined)).cached, 2);
         assert.deepEqual(store.held[0], [1, 2]);
+    });
+});
+
+describe("SlotCachePolicy: shared-prefix states", () => {
+    /** A session: a 300-token preamble every session shares, then its own `first` token and turn. */
+    const session = (first: number): number[] => [...Array.from({ length: 300 }, (_, index) => 5000 + index), first, ...conversation(first, 60)];
+
+    it("evaluates the prompt up to its preamble, saves that state once, and a later session restores it", async () => {
+        const { store, policy, cache } = await setUp(2, { slidingWindow: 128 });
+        const first = await policy.prepare(0, session(1), undefined, undefined, 300);
+        assert.deepEqual(first, { cached: 0, held: 300 });
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300]);
+        assert.equal(cache!.longestMatch(session(2), 300, undefined)?.shared, 300);
+        // The same preamble again, in the other slot: restored, and not saved a second time.
+        const second = await policy.prepare(1, session(2), undefined, undefined, 300);
+        assert.deepEqual(second, { cached: 300, held: 300 });
+        assert.equal(store.loads, 1);
+        assert.equal(store.saves.length, 1);
+    });
+
+    it("two sessions arriving together save their one preamble once", async () => {
+        const { store, policy } = await setUp(2, { slidingWindow: 128 });
+        await Promise.all([policy.prepare(0, session(1), undefined, undefined, 300), policy.prepare(1, session(2), undefined, undefined, 300)]);
+        assert.equal(store.saves.filter((saved) => saved.length === 300).length, 1);
+    });
+
+    it("saves nothing without a cache, for a preamble the slot holds already, or one that leaves no token to evaluate", async () => {
+        const none = await setUp(1, { cache: false });
+        assert.deepEqual(await none.policy.prepare(0, session(1), undefined, undefined, 300), { cached: 0, held: 0 });
+        const { store, policy } = await setUp(1, { slidingWindow: 128 });
+        store.held[0] = session(1).slice(0, 320);
+        assert.deepEqual(await policy.prepare(0, session(1), undefined, undefined, 300), { cached: 320, held: 320 });
+        assert.equal(store.saves.length, 0);
+        const short = session(3).slice(0, 301);
+        store.held[0] = [];
+        assert.deepEqual(await policy.prepare(0, short, undefined, undefined, 301), { cached: 0, held: 0 });
+        assert.equal(store.saves.length, 0);
     });
 });

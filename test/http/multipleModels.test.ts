@@ -195,7 +195,7 @@ describe("loading on demand within the memory bound", { timeout: 300_000 }, () =
     let memoryOf: Record<string, number>;
     before(async () => {
         // Each model's weights + KV as the registry computes them: a bound that holds either one, never both.
-        const layout = { contextSize: 1024, slots: 1, batchSize: 512 };
+        const layout = { contextSize: 1024, slots: 1, batchSize: 512, swaFullCache: false };
         const paths = await Promise.all(["maple-tiny", "qwen3-tiny"].map((name) => ensureSyntheticModel(name, testModelsDir)));
         const [maple, qwen] = await Promise.all(paths.map((path) => readModelFileFacts(path, layout)));
         memoryOf = { maple: maple!.memoryBytes, qwen: qwen!.memoryBytes };

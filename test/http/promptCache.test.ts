@@ -41,6 +41,16 @@ const cacheServer = (model: string, overrides: Partial<MapleConfig> = {}): Promi
 const restoredLength = (model: string): number => (model === "maple-tiny" ? turnLength - 4 : turnLength);
 
 /**
+ * What a slot that was never evicted holds for the reference run: the tokens a restore gives back,
+ * evaluated in the same batches as the evicted run evaluated them. With maple-tiny's windowed
+ * cache a prompt is evaluated in two pieces, up to the checkpoint where its next turn leaves it
+ * (four tokens before its end), then the rest: so the reference prompt goes on past the
+ * restored length with four other tokens, and both runs cut back to it.
+ */
+const referencePrompt = (tokens: readonly number[], model: string): number[] =>
+    (model === "maple-tiny" ? [...tokens.slice(0, restoredLength(model)), ...conversation(999, 4)] : tokens.slice(0, restoredLength(model)));
+
+/**
  * Conversation A, then (when `evicted`) B, which takes A's only slot, then A's next turn, which
  * extends all A's slot held (one token generated: its state is the prompt). Returns A's second
  * answer. Without eviction the slot holds only what a restore gives back, so both evaluate the
@@ -48,7 +58,7 @@ const restoredLength = (model: string): number => (model === "maple-tiny" ? turn
  */
 async function returningConversation(server: TestServer, model: string, seed: number, evicted: boolean): Promise<CompletionWire> {
     const a = conversation(seed, turnLength);
-    await complete(server, evicted ? a : a.slice(0, restoredLength(model)), { max_tokens: 1 });
+    await complete(server, evicted ? a : referencePrompt(a, model), { max_tokens: 1 });
     if (evicted) await complete(server, conversation(seed + 1, turnLength));
     return complete(server, [...a, ...conversation(seed + 2, 40)]);
 }
@@ -67,7 +77,7 @@ for (const model of ["maple-tiny", "qwen3-tiny"]) {
             try {
                 reference = await returningConversation(uncached, model, 10, false);
                 assert.equal(cached(reference), restoredLength(model), "the slot kept A's prompt");
-                await complete(uncached, c.slice(0, restoredLength(model)), { max_tokens: 1 });
+                await complete(uncached, referencePrompt(c, model), { max_tokens: 1 });
                 cReference = await complete(uncached, cNext);
                 assert.equal(cached(cReference), restoredLength(model), "the slot kept C's prompt");
             } finally {
@@ -110,7 +120,9 @@ describe("prompt cache for a chat on maple-tiny (sliding window)", () => {
         ((await (await server.post("/tokenize", { messages, add_generation_prompt: true })).json()) as { tokens: number[] }).tokens;
 
     it("restores a returning conversation up to where its next prompt leaves the last one (before the pre-filled <think>)", async () => {
-        const first = [system("rivers"), { role: "user", content: "How long is the Nile?" }];
+        // A question long enough (16 tokens or more past the system prompt, whose own state is saved
+        // as the shared preamble) that the conversation's state is worth saving too.
+        const first = [system("rivers"), { role: "user", content: "How long is the Nile? Give its length in kilometres and in miles, and name the countries it flows through." }];
         await chat(first);
         // Another conversation takes the only slot: the first one's state is saved.
         await chat([system("mountains"), { role: "user", content: "How high is Everest?" }]);

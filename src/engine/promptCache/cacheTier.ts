@@ -20,6 +20,8 @@ export interface CacheEntry {
     lastUsed: number;
     /** Restores in progress: an entry being loaded is never evicted. */
     pins: number;
+    /** The state where a prompt's shared preamble ends (system prompt and tools), saved for later sessions; counted apart in /metrics. */
+    readonly preamble?: boolean;
     /** Restored at least once, or extends an entry that was: kept over unproven entries while the tier thrashes. */
     proven?: boolean;
 }

@@ -16,7 +16,9 @@ const manifestSchema = z.object({
     bytes: z.number().int().positive(),
     crc32: z.number().int().nonnegative(),
     key: z.string().optional(),
-    savedAt: z.number()
+    savedAt: z.number(),
+    /** A shared preamble's state (see SlotCachePolicy.savePreamble), not a conversation's. */
+    preamble: z.boolean().optional()
 });
 
 export type DiskManifest = z.infer<typeof manifestSchema>;

@@ -9,8 +9,8 @@ import { diskEntryFiles, fileChecksum, readDiskEntries, writeDiskEntry } from ".
 export type { CacheEntry, PrefixMatch, TierName };
 
 export type PromptCacheEvent =
-    | { kind: "save"; tier: TierName; bytes: number; tokens: number }
-    | { kind: "restore"; tier: TierName; tokens: number; seconds: number }
+    | { kind: "save"; tier: TierName; bytes: number; tokens: number; preamble: boolean }
+    | { kind: "restore"; tier: TierName; tokens: number; seconds: number; preamble: boolean }
     | { kind: "evict"; tier: TierName; bytes: number }
     /** An entry found unusable (another model's, corrupted, or one llama.cpp refused) and left unloaded. */
     | { kind: "ignore"; tier: TierName };
@@ -84,7 +84,7 @@ export class PromptCache {
             for (const { id, files, manifest } of found.sort((a, b) => a.manifest.savedAt - b.manifest.savedAt)) {
                 disk.add({
                     id, tier: "disk", tokens: manifest.tokens, bytes: manifest.bytes, key: manifest.key, file: files.state,
-                    companions: [files.manifest], verified: false, checksum: manifest.crc32, lastUsed: nextUse(), pins: 0
+                    companions: [files.manifest], verified: false, checksum: manifest.crc32, lastUsed: nextUse(), pins: 0, preamble: manifest.preamble === true
                 });
             }
         }
@@ -116,7 +116,9 @@ export class PromptCache {
      * Saves a state: `write` (run by the caller under its step barrier) writes it to the file it
      * is given and returns the bytes written. The disk tier gets its copy in the background.
      */
-    async save(tokens: readonly number[], key: string | undefined, write: (file: string) => Promise<number>): Promise<CacheEntry | undefined> {
+    async save(tokens: readonly number[], key: string | undefined, write: (file: string) => Promise<number>,
+        options: { preamble?: boolean } = {}): Promise<CacheEntry | undefined> {
+        const preamble = options.preamble === true;
         const id = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
         const target = this.ram ?? this.disk!;
         const staged = this.ram === undefined;
@@ -128,11 +130,11 @@ export class PromptCache {
         const savedTokens = [...tokens];
         let entry: CacheEntry | undefined;
         if (!staged) {
-            entry = { id, tier: "ram", tokens: savedTokens, bytes, key, file, companions: [], verified: true, lastUsed: nextUse(), pins: 0 };
+            entry = { id, tier: "ram", tokens: savedTokens, bytes, key, file, companions: [], verified: true, lastUsed: nextUse(), pins: 0, preamble };
             if (!this.ram!.add(entry)) entry = undefined;
-            else this.emit({ kind: "save", tier: "ram", bytes, tokens: savedTokens.length });
+            else this.emit({ kind: "save", tier: "ram", bytes, tokens: savedTokens.length, preamble });
         }
-        if (this.disk !== undefined && (entry !== undefined || staged)) this.copyToDisk(id, file, savedTokens, bytes, key, entry, staged);
+        if (this.disk !== undefined && (entry !== undefined || staged)) this.copyToDisk(id, file, savedTokens, bytes, key, preamble, entry, staged);
         return entry;
     }
 
@@ -162,7 +164,7 @@ export class PromptCache {
             }
             entry.lastUsed = nextUse();
             entry.proven = true;
-            this.emit({ kind: "restore", tier: entry.tier, tokens: tokens.length, seconds: (performance.now() - startedAt) / 1000 });
+            this.emit({ kind: "restore", tier: entry.tier, tokens: tokens.length, seconds: (performance.now() - startedAt) / 1000, preamble: entry.preamble === true });
             return true;
         } finally {
             entry.pins -= 1;
@@ -186,17 +188,19 @@ export class PromptCache {
         if (this.ramDir !== undefined) await rm(this.ramDir, { recursive: true, force: true });
     }
 
-    private copyToDisk(id: string, source: string, tokens: readonly number[], bytes: number, key: string | undefined, ramEntry: CacheEntry | undefined, staged: boolean): void {
+    private copyToDisk(id: string, source: string, tokens: readonly number[], bytes: number, key: string | undefined, preamble: boolean,
+        ramEntry: CacheEntry | undefined, staged: boolean): void {
         const disk = this.disk!;
         if (ramEntry !== undefined) ramEntry.pins += 1;
         this.diskWrites = this.diskWrites.then(async () => {
             const files = diskEntryFiles(disk.dir, id);
             try {
-                await writeDiskEntry(source, files, { identity: this.options.identity, tokens: [...tokens], bytes, key, savedAt: Date.now() });
+                await writeDiskEntry(source, files, { identity: this.options.identity, tokens: [...tokens], bytes, key, savedAt: Date.now(), preamble });
                 const entry: CacheEntry = {
-                    id, tier: "disk", tokens, bytes, key, file: files.state, companions: [files.manifest], verified: true, lastUsed: nextUse(), pins: 0
+                    id, tier: "disk", tokens, bytes, key, file: files.state, companions: [files.manifest], verified: true, lastUsed: nextUse(), pins: 0,
+                    preamble
                 };
-                if (disk.add(entry)) this.emit({ kind: "save", tier: "disk", bytes, tokens: tokens.length });
+                if (disk.add(entry)) this.emit({ kind: "save", tier: "disk", bytes, tokens: tokens.length, preamble });
             } catch {
                 // The disk tier is best effort: a full or failing disk costs only this copy.
             } finally {

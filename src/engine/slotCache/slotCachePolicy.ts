@@ -42,6 +42,8 @@ export class SlotCachePolicy {
      * and restores in turn).
      */
     private readonly pendingSaves = new Map<Promise<void>, readonly number[]>();
+    /** The preambles being evaluated and saved (see preambleKey): a request arriving meanwhile does not save its own copy. */
+    private readonly preamblesSaving = new Set<string>();
 
     constructor(private readonly options: SlotCachePolicyOptions) {
         this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
@@ -70,18 +72,23 @@ export class SlotCachePolicy {
     }
 
     /**
-     * Readies a slot for a prompt and returns how many prompt tokens need no evaluation: saves
-     * what the slot holds when most of it is about to be erased and no entry holds it yet,
-     * restores the saved state sharing the longest prefix when it beats the slot's own, then
-     * erases whatever follows the shared prefix. At least one prompt token is always evaluated
-     * again, since sampling needs the logits of the prompt's last position.
+     * Readies a slot for a prompt: saves what the slot holds when most of it is about to be
+     * erased and no entry holds it yet, restores the saved state sharing the longest prefix when
+     * it beats the slot's own, then erases whatever follows the shared prefix. With a `preamble`
+     * (the prompt's first tokens that other sessions start with too, see GenerationRequest) that
+     * no entry holds, it evaluates the prompt up to the preamble's end and saves that state, so
+     * later sessions restore it (see savePreamble). Returns `cached`, the prompt tokens reused
+     * without evaluation (what usage reports), and `held`, the prompt tokens the slot holds now
+     * (its generation evaluates the rest). At least one prompt token is always evaluated again,
+     * since sampling needs the logits of the prompt's last position.
      */
-    async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): Promise<number> {
+    async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
+        preamble?: number): Promise<{ cached: number; held: number }> {
         const { store, cache } = this.options;
         const memory = this.memoryOf(slot);
         const limit = prompt.length - 1;
         if (cache !== undefined) {
-            const kept = sharedPrefixLength(store.tokens(slot), prompt, limit);
+            const kept = this.reusablePrefix(slot, prompt, limit);
             const held = store.tokenCount(slot);
             const worth = worthSaving(held - this.savedLength(slot), held, this.saveToPrefillRatio());
             // Started before anything is awaited, so that the request wanting it finds it pending.
@@ -100,11 +107,45 @@ export class SlotCachePolicy {
             }
         }
         memory.key = key;
-        memory.turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
-        const shared = sharedPrefixLength(store.tokens(slot), prompt, limit);
+        const turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
+        memory.turnPrefix = turnPrefix;
+        const shared = this.reusablePrefix(slot, prompt, limit);
         if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
         // The store holds fewer when the KV cells could not be removed: those are evaluated again.
-        return Math.min(shared, store.tokenCount(slot));
+        const cached = Math.min(shared, store.tokenCount(slot));
+        let held = cached;
+        if (cache !== undefined && preamble !== undefined && this.preambleWanted(prompt, cached, preamble, cache)) {
+            held = await this.savePreamble(slot, prompt, cached, preamble, cache);
+        } else if (store.checkpoint !== undefined && preamble !== undefined && preamble > held && preamble < turnPrefix) {
+            held = await this.evaluateTo(slot, prompt, held, preamble);
+        }
+        // A windowed slot is cut back exactly only where a checkpoint is: keep one where the next turn leaves this prompt.
+        if (store.checkpoint !== undefined && turnPrefix > held && turnPrefix <= limit) held = await this.evaluateTo(slot, prompt, held, turnPrefix);
+        return { cached, held };
+    }
+
+    /**
+     * Evaluates the prompt from `from` (what the slot holds) to `to`, keeps a checkpoint there
+     * when the store takes them (the windowed sliding-window cache), and returns the prompt
+     * tokens the slot then holds.
+     */
+    private async evaluateTo(slot: number, prompt: readonly number[], from: number, to: number): Promise<number> {
+        const { store, costs } = this.options;
+        const prefillEnded = costs.startPrefill(to - from);
+        try {
+            await store.evaluate(slot, prompt.slice(from, to));
+        } finally {
+            prefillEnded();
+        }
+        const held = Math.min(store.tokenCount(slot), sharedPrefixLength(store.tokens(slot), prompt, to));
+        if (held === to) await store.checkpoint?.(slot);
+        return held;
+    }
+
+    /** How many of the prompt's first `limit` tokens the slot holds and can be cut back to exactly (see SlotStore.reusable). */
+    private reusablePrefix(slot: number, prompt: readonly number[], limit: number): number {
+        const { store } = this.options;
+        return store.reusable(slot, sharedPrefixLength(store.tokens(slot), prompt, limit));
     }
 
     /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
@@ -122,7 +163,7 @@ export class SlotCachePolicy {
     }
 
     private cachedPrefixLength(slot: number, prompt: readonly number[]): number {
-        return sharedPrefixLength(this.options.store.tokens(slot), prompt, prompt.length);
+        return this.reusablePrefix(slot, prompt, prompt.length);
     }
 
     /** What starting `prompt` in `slot` loses, in tokens' worth (see cacheRules' reuseCost). */
@@ -167,16 +208,52 @@ export class SlotCachePolicy {
             });
         const held = store.tokenCount(slot);
         const turnStart = memory.turnPrefix ?? 0;
-        const plan = savePlan(held, keep, turnStart, this.options.slidingWindow);
+        const planned = savePlan(held, keep, turnStart, this.options.slidingWindow);
+        // A windowed slot goes back to its turn start only where a checkpoint or its cells serve it exactly.
+        const plan = planned.atTurnStart && store.reusable(slot, turnStart) !== turnStart ? { whole: true, atTurnStart: false } : planned;
         try {
             if (plan.whole) memory.saved = await save();
             if (plan.atTurnStart) {
                 await store.erase(slot, turnStart);
-                memory.saved = await save();
+                if (store.tokenCount(slot) === turnStart) memory.saved = await save();
             }
         } catch {
             // A save that fails (a full tmpfs) costs only the re-evaluation it would have spared.
             memory.saved = undefined;
+        }
+    }
+
+    /**
+     * Whether to evaluate the prompt in two pieces and save the state where its preamble ends:
+     * the slot does not hold the preamble yet (it is evaluated anyway, the save is the only
+     * cost), it leaves at least one prompt token to evaluate, no entry serves it whole (one entry
+     * per distinct preamble) nor is being saved, and the save pays by today's rule (worthSaving).
+     */
+    private preambleWanted(prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): boolean {
+        if (preamble >= prompt.length || preamble - cached < minimumSavedTokens) return false;
+        const held = cache.longestMatch(prompt, preamble, undefined)?.shared ?? 0;
+        if (held >= preamble || this.preamblesSaving.has(preambleKey(prompt, preamble))) return false;
+        return worthSaving(preamble - Math.max(held, cached), preamble, this.saveToPrefillRatio());
+    }
+
+    /** Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no conversation's), and returns the tokens the slot holds. */
+    private async savePreamble(slot: number, prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): Promise<number> {
+        const { store, costs } = this.options;
+        const memory = this.memoryOf(slot);
+        const name = preambleKey(prompt, preamble);
+        this.preamblesSaving.add(name);
+        try {
+            const held = await this.evaluateTo(slot, prompt, cached, preamble);
+            if (held !== preamble) return held;
+            const entry = await cache.save(prompt.slice(0, preamble), undefined, async (file) => {
+                const { bytes, milliseconds } = await store.save(slot, file);
+                costs.noteSave(preamble, milliseconds);
+                return bytes;
+            }, { preamble: true }).catch(() => undefined);
+            if (entry !== undefined) memory.saved = entry;
+            return preamble;
+        } finally {
+            this.preamblesSaving.delete(name);
         }
     }
 
@@ -185,4 +262,9 @@ export class SlotCachePolicy {
         if (memory === undefined) throw new RangeError(`no slot ${slot}`);
         return memory;
     }
+}
+
+/** A preamble's identity among those being saved: its length and tokens. */
+function preambleKey(prompt: readonly number[], preamble: number): string {
+    return prompt.slice(0, preamble).join(",");
 }

@@ -17,11 +17,19 @@ export interface SlotStore {
      * then holds. On a failure the slot is left empty and the error thrown.
      */
     load(slot: number, file: string): Promise<readonly number[]>;
+    /** Evaluates `tokens` after what the slot holds, generating nothing (a prompt's preamble, before its state is saved). */
+    evaluate(slot: number, tokens: readonly number[]): Promise<void>;
     /** Erases the slot's tokens from position `start` on (the slot then holds fewer when the cells could not be removed). */
     erase(slot: number, start: number): Promise<void>;
     /**
-     * Sliding-window checkpoints (next issue): a state of the slot's first `tokens` tokens kept
-     * beside it, to be restored after a cut. No store implements it yet and the policy never calls it.
+     * The most of its first `shared` tokens the slot can be cut back to exactly (erase from
+     * there): all of them, except with a sliding-window model's windowed cache, where only cuts
+     * its cells or a checkpoint serve are exact (see WindowedSequence).
      */
-    checkpoint?(slot: number, tokens: number, file: string): Promise<{ bytes: number }>;
+    reusable(slot: number, shared: number): number;
+    /**
+     * With the windowed sliding-window cache only: keeps a checkpoint of the slot as it is now,
+     * so it can later be cut back to here exactly (a prompt's preamble end, its turn boundary).
+     */
+    checkpoint?(slot: number): Promise<void>;
 }

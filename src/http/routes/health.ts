@@ -56,6 +56,7 @@ export function healthRoute(app: FastifyInstance, context: RouteContext): void {
             architecture: engine.model.architecture,
             parameters: engine.model.parameterCount ?? null,
             context_size: engine.runtime.contextSize,
+            kv_bytes_per_slot: engine.runtime.kvBytesPerSlot,
             slots: engine.runtime.slots,
             threads: engine.runtime.threads,
             engine: engine.runtime.engineVersion
