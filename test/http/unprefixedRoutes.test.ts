@@ -50,6 +50,6 @@ describe("OpenAI routes without /v1 (as llama-server serves them)", () => {
         assert.equal((await server.request("/models/another-model", { headers })).status, 404);
         // Maple's own routes are not given a /v1 twin, and an unknown path stays unknown.
         assert.equal((await server.request("/v1/health", { headers })).status, 404);
-        assert.equal((await server.request("/embeddings", { method: "POST", headers })).status, 404);
+        assert.equal((await server.request("/audio/speech", { method: "POST", headers })).status, 404);
     });
 });

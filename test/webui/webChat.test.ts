@@ -110,7 +110,9 @@ describe("the web chat in Chromium", () => {
         rmSync(screenshotDir, { recursive: true, force: true });
         mkdirSync(screenshotDir, { recursive: true });
         // No queue: a second request while one generates is refused with 503 + Retry-After at once.
-        server = await startTestServer({ apiKey, parallel: 1, maxQueueDepth: 0 });
+        // 4096: the conversation these tests build up (a long reasoned answer, then resends of it) came
+        // within a few tokens of 1024, and a regenerated answer was cut off at the context's end.
+        server = await startTestServer({ apiKey, parallel: 1, maxQueueDepth: 0, contextSize: 4096 });
         profileDir = mkdtempSync(join(tmpdir(), "maple-chromium-"));
         // A fresh profile each run: no state from an earlier run (IndexedDB, the stored key) leaks in.
         context = await chromium.launchPersistentContext(profileDir, {
@@ -141,7 +143,7 @@ describe("the web chat in Chromium", () => {
     });
 
     it("shows the model and its context size from the API; the settings dialog closes with Escape", async () => {
-        await assert.doesNotReject(page.locator(".model-line", { hasText: "maple-preview · 1,024 ctx" }).waitFor());
+        await assert.doesNotReject(page.locator(".model-line", { hasText: "maple-preview · 4,096 ctx" }).waitFor());
         await screenshot(page, "empty");
         const dialog = await openSettings(page);
         await dialog.getByLabel("Extra request fields").fill("{not json");
@@ -216,6 +218,7 @@ describe("the web chat in Chromium", () => {
     it("regenerates the last answer, and resends an edited message in place of what followed", async () => {
         await setExtraFields(page, { grammar: exact("Short.\n</think>\n\nRegenerated answer."), max_tokens: 100 });
         await lastAssistant(page).getByRole("button", { name: "Regenerate" }).click();
+        await lastAssistant(page).locator(".markdown", { hasText: "Regenerated answer." }).waitFor(slow);
         await waitForAnswer(page);
         assert.equal(await lastAssistant(page).locator(".markdown").innerText(), "Regenerated answer.");
         assert.equal(await page.locator(".turn").count(), 4, "the stopped reply was replaced, not kept");
@@ -291,6 +294,8 @@ describe("the web chat in Chromium", () => {
             holder.abort();
         }
         await lastAssistant(page).locator(".markdown", { hasText: "Served after the wait." }).waitFor(slow);
+        // Its stream ends before the next test sends: the composer takes no message while one streams.
+        await waitForAnswer(page);
         assert.equal(await lastAssistant(page).locator(".notice").count(), 0);
     });
 
@@ -303,6 +308,7 @@ describe("the web chat in Chromium", () => {
         await dialog.getByLabel(/^Thinking/).uncheck();
         await dialog.getByLabel("Extra request fields").fill(JSON.stringify({ grammar: exact("Straight to the answer."), seed: 7 }));
         await dialog.getByRole("button", { name: "Save" }).click();
+        await dialog.waitFor({ state: "hidden" });
         const sent = page.waitForRequest((request) => request.url().endsWith("/v1/chat/completions"));
         await send(page, "No thinking please");
         const body = (await sent).postDataJSON() as Record<string, unknown>;
@@ -318,6 +324,7 @@ describe("the web chat in Chromium", () => {
             grammar: exact("Straight to the answer."),
             seed: 7
         });
+        await lastAssistant(page).locator(".markdown", { hasText: "Straight to the answer." }).waitFor(slow);
         const turn = await waitForAnswer(page);
         assert.equal(await turn.locator(".markdown").innerText(), "Straight to the answer.");
         assert.equal(await turn.locator(".thinking").count(), 0, "no Thinking block with thinking off");
