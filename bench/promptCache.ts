@@ -238,7 +238,10 @@ async function agentsWorkload(server: Server): Promise<string> {
         / Math.max(1, results.reduce((sum, result) => sum + result.promptTokens, 0))).toFixed(0);
     // The first session of each kind has nothing to reuse: the sessions after it are the ones a shared preamble serves.
     const later = firsts.filter((first) => first.session > 0).map((first) => first.result);
+    const firstSessions = firsts.filter((first) => first.session === 0).map((first) => first.result.seconds);
+    // One generated token: a first request's time is its time to first token.
     return `${kinds} kinds × ${sessions} sessions ${seconds.toFixed(1)} s, new sessions' first prompts cached ${share(later)}% (all prompts ${share(all)}%), `
+        + `first request of a new session median ${median(later.map((result) => result.seconds)).toFixed(2)} s (of each kind's first session ${median(firstSessions).toFixed(2)} s), `
         + `median first prompt ${median(firsts.map((first) => first.result.promptTokens)).toFixed(0)} tokens${describeCache(await mapleCacheFigures(server))}`;
 }
 

@@ -15,8 +15,8 @@ import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
 import { ensureLlamaCppTools, requireSameKernels, runLlamaBench } from "./llamaCpp.js";
-import { benchPrompt, freePort, median, percentile, repoRoot, rssMb, runPrompt, waitForHealth } from "./shared.js";
-import { timeCompletionStream, type StreamTiming } from "./streamClient.js";
+import { freePort, median, percentile, repoRoot, rssMb, runPrompt, waitForHealth } from "./shared.js";
+import { parallelAggregate, timeCompletionStream, type StreamTiming } from "./streamClient.js";
 
 const { values } = parseArgs({
     options: {
@@ -55,22 +55,6 @@ interface ServerFigures {
 }
 
 const sampling = { max_tokens: maxTokens, ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
-
-/**
- * Decode-phase aggregate: tokens that arrived while every stream was decoding, over that window.
- * A stream's chunks in the window count as its tokens per chunk (`usage` over text chunks) each.
- */
-async function parallelAggregate(url: string): Promise<number> {
-    const streams = await Promise.all(Array.from({ length: parallel }, (_, index) =>
-        timeCompletionStream(url, { prompt: `Stream ${index}: ${benchPrompt(32)}`, ...sampling, seed: index + 1 })));
-    const start = Math.max(...streams.map((stream) => stream.textArrivals[0] ?? Infinity));
-    const end = Math.min(...streams.map((stream) => stream.textArrivals.at(-1) ?? 0));
-    const inWindow = streams.reduce((sum, stream) => {
-        const tokensPerChunk = stream.completionTokens / stream.textArrivals.length;
-        return sum + stream.textArrivals.filter((at) => at > start && at <= end).length * tokensPerChunk;
-    }, 0);
-    return inWindow / ((end - start) / 1000);
-}
 
 interface Contender {
     name: string;
@@ -148,7 +132,7 @@ async function measureInTurns(contenders: Contender[], engine: EngineContender):
     for (let run = 0; run < runs; run++) {
         for (const each of contenders) {
             await settle();
-            each.aggregates.push(await parallelAggregate(each.url));
+            each.aggregates.push(await parallelAggregate(each.url, parallel, sampling));
         }
     }
 }

@@ -1,4 +1,5 @@
 import { request } from "node:http";
+import { benchPrompt } from "./shared.js";
 
 /**
  * One streamed /v1/completions request against any OpenAI-compatible server (Maple or
@@ -93,4 +94,21 @@ function parseArrivals(arrivals: readonly Arrival[], startedAt: number): StreamT
         completionTokens: tokens,
         textArrivals
     };
+}
+
+/**
+ * Decode-phase aggregate of `streams` streams at once on distinct prompts: tokens that arrived
+ * while every stream was decoding, over that window. A stream's chunks in the window count as its
+ * tokens per chunk (`usage` over text chunks) each.
+ */
+export async function parallelAggregate(url: string, streams: number, sampling: Record<string, unknown>): Promise<number> {
+    const timings = await Promise.all(Array.from({ length: streams }, (_, index) =>
+        timeCompletionStream(url, { prompt: `Stream ${index}: ${benchPrompt(32)}`, ...sampling, seed: index + 1 })));
+    const start = Math.max(...timings.map((timing) => timing.textArrivals[0] ?? Infinity));
+    const end = Math.min(...timings.map((timing) => timing.textArrivals.at(-1) ?? 0));
+    const inWindow = timings.reduce((sum, timing) => {
+        const tokensPerChunk = timing.completionTokens / timing.textArrivals.length;
+        return sum + timing.textArrivals.filter((at) => at > start && at <= end).length * tokensPerChunk;
+    }, 0);
+    return inWindow / ((end - start) / 1000);
 }

@@ -5,6 +5,17 @@ import type { StepBarrier } from "./stepBarrier.js";
 import { dropUntrackedCells } from "./sequenceCells.js";
 import type { GeneratedToken, GenerationEnd } from "./types.js";
 
+/**
+ * Resolves after node-llama-cpp has handed the step just asked for to llama.cpp. It dispatches a
+ * batch from a setImmediate (to gather every sequence's token), and the consumer's work on the
+ * token, run from microtasks, would otherwise all come first. The first setImmediate here is
+ * queued before node-llama-cpp's (its request is still a few awaits from it); the second runs in
+ * the next loop turn, after the dispatch (a pending immediate keeps that turn from blocking).
+ */
+function nextDispatched(): Promise<void> {
+    return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
 export interface DecodeOptions {
     /** Slot i is sequence i: the step barrier counts arrivals by slot. */
     slot: number;
@@ -24,34 +35,54 @@ export interface DecodeOptions {
  * Generates in a slot, one step of the shared batch at a time: the first step evaluates the
  * prompt's uncached part, each next one the token sampled before. Every generating slot arrives
  * at the step barrier before a step, so all of them decode in one llama.cpp batch.
+ *
+ * The next step is asked for before a token is yielded, so llama.cpp decodes it while the
+ * consumer (text, parsers, the wire writer, the socket) handles this one, as llama-server's
+ * decode loop does not wait for its HTTP thread. Waiting for the consumer first put its whole
+ * per-token work between two decodes. A consumer that stops keeps one step in flight: it ends
+ * before the evaluation is closed, and leaves the last yielded token evaluated in the slot. A
+ * request whose sampling follows the consumer (a grammar chosen per token from what the parser
+ * saw) steps only after the consumer has seen the token before.
  */
 export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
     const { slot, sequence, model, input, sampling, maxTokens, signal, barrier, costs } = options;
     const evaluation = sequence.evaluateWithMetadata(input, sampling.metadata, sampling.options);
+    type Step = IteratorResult<EvaluationOutput | undefined, void>;
+    const nextStep = async (): Promise<Step> => {
+        await barrier.arrive(slot);
+        return await barrier.step(() => evaluation.next());
+    };
+    let inFlight: Promise<Step> | undefined;
     let generated = 0;
-    let prefilled = false;
     let faulted = false;
     barrier.join();
     try {
         if (maxTokens <= 0) return { reason: "length" };
+        await barrier.arrive(slot);
+        const prefillEnded = costs.startPrefill(input.length);
+        let step: Step = await barrier.prefill(() => evaluation.next()).finally(prefillEnded);
         for (;;) {
-            await barrier.arrive(slot);
-            let step: IteratorResult<EvaluationOutput | undefined, void>;
-            if (prefilled) step = await barrier.step(() => evaluation.next());
-            else {
-                const prefillEnded = costs.startPrefill(input.length);
-                step = await barrier.prefill(() => evaluation.next()).finally(prefillEnded);
-                prefilled = true;
-            }
             if (step.done) break;
             const output = step.value as EvaluationOutput;
             if (signal.aborted) break;
             if (model.isEogToken(output.token)) return { reason: "eog", token: output.token };
-            yield sampling.accept(output);
+            // Accepted before the next step samples: the penalty window must hold this token.
+            const token = sampling.accept(output);
             generated += 1;
-            if (generated >= maxTokens) return { reason: "length" };
-            // The sampled token still has to be evaluated: stop while it fits in the slot.
-            if (sequence.nextTokenIndex + 1 >= sequence.contextSize) return { reason: "context" };
+            const last = generated >= maxTokens
+                // The sampled token still has to be evaluated: stop while it fits in the slot.
+                || sequence.nextTokenIndex + 1 >= sequence.contextSize;
+            if (!last && !sampling.followsConsumer) {
+                inFlight = nextStep();
+                // Handled now, awaited after the yield: a failure while the consumer holds the
+                // token must not count as unhandled.
+                inFlight.catch(() => undefined);
+                await nextDispatched();
+            }
+            yield token;
+            if (last) return { reason: generated >= maxTokens ? "length" : "context" };
+            step = await (inFlight ?? nextStep());
+            inFlight = undefined;
         }
         // node-llama-cpp ends the evaluation itself only when the context cannot take another token.
         return signal.aborted ? { reason: "length" } : { reason: "context" };
@@ -59,6 +90,8 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
         faulted = true;
         throw error;
     } finally {
+        // A step still in flight (the consumer stopped) must end before the evaluation closes.
+        if (inFlight !== undefined) await inFlight.catch(() => { faulted = true; });
         barrier.leave();
         await evaluation.return();
         // After a failed decode the slot may hold KV cells its sequence does not count: remove them.

@@ -20,6 +20,11 @@ export interface RequestSampling {
     readonly metadata: { confidence?: true; probabilities?: boolean };
     /** The evaluation options: sampler settings, grammar, bias and penalties. */
     readonly options: EvaluateArguments[2];
+    /**
+     * Sampling reads state the consumer updates from the tokens before (a grammar chosen per
+     * token), so the next token may be decoded only after the consumer has seen this one.
+     */
+    readonly followsConsumer: boolean;
     /** A sampled token the generation keeps (not an end of generation): the penalties see it, and its logprobs are converted. */
     accept(output: EvaluationOutput): GeneratedToken;
 }
@@ -48,6 +53,7 @@ export class SamplingAdapters {
         return {
             // Probabilities only when asked for: at temperature 0 they are a full-vocabulary sort and copy per token.
             metadata: top === undefined ? {} : { confidence: true, probabilities: top > 0 },
+            followsConsumer: request.grammar !== undefined,
             options: {
                 temperature: sampling.temperature,
                 topK: sampling.topK,

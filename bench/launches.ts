@@ -1,0 +1,164 @@
+/**
+ * Decode speed over separate launches: llama-server and one or more Maple checkouts, each started,
+ * timed and stopped in turn, round after round, with llama-bench's decode at the same depth as the
+ * floor. bench/speed times long-lived processes side by side; this one answers what it cannot:
+ * whether two builds differ, or only two launches (separate processes of one build decode up to a
+ * few percent apart here, by where their pages and threads land).
+ *
+ *   npm run build && node dist/bench/launches.js [--model synthetic:qwen3-0.6b] [--threads 1]
+ *       [--rounds 3] [--runs 2] [--parallel 4] [--maple DIR]... [--prompt-tokens 200] [--max-tokens 128]
+ *
+ * `--maple DIR` (repeatable) is a built checkout of Maple (default: this one); two of them compare
+ * builds. Every process's CPU kernel file is checked to be the same.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { defaultConfig } from "../src/config/settings.js";
+import { resolveModel } from "../src/models/resolveModel.js";
+import { ensureLlamaCppTools, mappedCpuVariant, requireSameKernels, runLlamaBench } from "./llamaCpp.js";
+import { freePort, median, repoRoot, runPrompt, waitForHealth } from "./shared.js";
+import { parallelAggregate, timeCompletionStream } from "./streamClient.js";
+
+const { values } = parseArgs({
+    options: {
+        model: { type: "string", default: "synthetic:qwen3-0.6b" },
+        threads: { type: "string", default: "1" },
+        rounds: { type: "string", default: "3" },
+        runs: { type: "string", default: "2" },
+        parallel: { type: "string", default: "4" },
+        maple: { type: "string", multiple: true },
+        "prompt-tokens": { type: "string", default: "200" },
+        "max-tokens": { type: "string", default: "128" },
+        "context-size": { type: "string", default: "4096" }
+    }
+});
+const threads = values.threads;
+const rounds = Number(values.rounds);
+const runs = Number(values.runs);
+const parallel = Number(values.parallel);
+const promptTokens = Number(values["prompt-tokens"]);
+const contextSize = Number(values["context-size"]);
+const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
+
+interface Contender {
+    name: string;
+    start(port: number): ChildProcess;
+}
+
+interface Launch {
+    /** Median over the launch's runs of one stream's decode rate. */
+    decode: number;
+    /**
+     * Per generated token, the time the busiest thread (llama.cpp's, with one thread) spent not on
+     * the CPU during a one-stream request: wall time minus its CPU time, prefill included. What the
+     * layers above llama.cpp make it wait for (hops between threads, the event loop, the socket).
+     */
+    idleMsPerToken: number;
+    aggregate: number;
+    ttftMs: number;
+}
+
+const modelsDir = process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir;
+const model = await resolveModel(values.model, { modelsDir });
+const tools = await ensureLlamaCppTools();
+
+const mapleDirs = values.maple ?? [repoRoot];
+const contenders: Contender[] = [
+    {
+        name: "llama-server",
+        start: (port) => spawn(tools.server, ["-m", model.path, "-t", threads, "-tb", threads, "-c", String(contextSize * parallel),
+            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" })
+    },
+    ...mapleDirs.map((dir, index) => ({
+        name: mapleDirs.length === 1 ? "maple serve" : `maple serve #${index + 1} (${dir})`,
+        start: (port: number) => spawn(process.execPath, [`${dir.replace(/\/$/, "")}/bin/maple.cjs`, "serve", "--model", model.path,
+            "--port", String(port), "--threads", threads, "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
+        { stdio: ["ignore", "ignore", "inherit"] })
+    }))
+];
+
+/** CPU time (user + system, ms) of each of a process's threads, from /proc (Linux; 10 ms ticks). */
+async function threadCpuMs(pid: number): Promise<Map<string, number>> {
+    const threads = await readdir(`/proc/${pid}/task`);
+    const times = await Promise.all(threads.map(async (thread) => {
+        const stat = await readFile(`/proc/${pid}/task/${thread}/stat`, "utf8").catch(() => "");
+        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return [thread, (Number(fields[11]) + Number(fields[12])) * 10] as const;
+    }));
+    return new Map(times.filter(([, ms]) => Number.isFinite(ms)));
+}
+
+function stop(child: ChildProcess): Promise<void> {
+    return new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+    });
+}
+
+async function launch(contender: Contender, round: number, kernels: string): Promise<Launch> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = contender.start(port);
+    try {
+        await waitForHealth(url, child);
+        await timeCompletionStream(url, { prompt: "warm up", ...sampling, max_tokens: 8 });
+        const variant = await mappedCpuVariant(child.pid!);
+        if (variant !== kernels) throw new Error(`${contender.name} mapped ${variant ?? "no CPU kernel file"}, llama-bench ${kernels}: not comparing`);
+        const timings = [];
+        const idle = [];
+        // The same prompts and seeds for every contender in a round, fresh ones each round.
+        for (let run = 0; run < runs; run++) {
+            const index = round * runs + run;
+            const before = await threadCpuMs(child.pid!);
+            const startedAt = performance.now();
+            const timing = await timeCompletionStream(url, { prompt: runPrompt(index, promptTokens), ...sampling, seed: index + 1 });
+            const wallMs = performance.now() - startedAt;
+            const after = await threadCpuMs(child.pid!);
+            const busiest = Math.max(...[...after].map(([thread, ms]) => ms - (before.get(thread) ?? 0)));
+            timings.push(timing);
+            idle.push((wallMs - busiest) / timing.completionTokens);
+        }
+        return {
+            decode: median(timings.map((timing) => timing.decodeTokensPerSecond)),
+            idleMsPerToken: median(idle),
+            ttftMs: median(timings.map((timing) => timing.ttftMs)),
+            aggregate: parallel > 1 ? await parallelAggregate(url, parallel, sampling) : NaN
+        };
+    } finally {
+        await stop(child);
+    }
+}
+
+console.log(`model ${values.model} (${model.path}), threads ${threads}, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
+    + `${rounds} rounds of one launch each, ${runs} runs a launch, ${parallel} streams at once`);
+const launches = new Map<string, Launch[]>(contenders.map((each) => [each.name, []]));
+const floors: number[] = [];
+for (let round = 0; round < rounds; round++) {
+    const bench = await runLlamaBench(tools.bench, model.path, Number(threads), promptTokens, sampling.max_tokens);
+    if (round === 0) await requireSameKernels([{ name: "llama-bench", pid: 0, variant: bench.cpuVariant }]);
+    floors.push(bench.decodeAtDepthTokensPerSecond);
+    // Reversed every other round, so that no contender always runs first after llama-bench.
+    const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const contender of order) {
+        const result = await launch(contender, round, bench.cpuVariant!);
+        launches.get(contender.name)!.push(result);
+        console.log(`round ${round + 1}: ${contender.name.padEnd(14)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token), ${parallel}-stream ${result.aggregate.toFixed(1)} tok/s, `
+            + `TTFT ${result.ttftMs.toFixed(0)} ms (llama-bench at depth ${bench.decodeAtDepthTokensPerSecond.toFixed(1)})`);
+    }
+}
+
+const baseline = launches.get("llama-server")!;
+const floor = median(floors);
+console.log(`\nmedians over ${rounds} launches each (llama-bench decode at depth ${promptTokens}: ${floor.toFixed(1)} tok/s; runs ${floors.map((each) => each.toFixed(1)).join(", ")})`);
+for (const [name, results] of launches) {
+    const decode = median(results.map((each) => each.decode));
+    const aggregate = median(results.map((each) => each.aggregate));
+    const perRound = results.map((each, round) => (each.decode / baseline[round]!.decode).toFixed(3)).join(", ");
+    const perRoundAggregate = results.map((each, round) => (each.aggregate / baseline[round]!.aggregate).toFixed(3)).join(", ");
+    console.log(`${name}: decode ${decode.toFixed(1)} tok/s (${(decode / floor).toFixed(3)}× llama-bench, decode thread idle `
+        + `${median(results.map((each) => each.idleMsPerToken)).toFixed(2)} ms/token), ${parallel}-stream ${aggregate.toFixed(1)} tok/s, `
+        + `TTFT ${median(results.map((each) => each.ttftMs)).toFixed(0)} ms; per round vs llama-server: decode ${perRound}, ${parallel}-stream ${perRoundAggregate}`);
+}
