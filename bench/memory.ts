@@ -72,9 +72,15 @@ async function memory(pid: number): Promise<{ rss: number; anonymous: number; fi
     return { rss: mb("VmRSS"), anonymous: mb("RssAnon"), file: mb("RssFile") };
 }
 
-async function measure(name: string, contextSize: number, started: Started): Promise<{ name: string; pid: number; variant: string | undefined }> {
+async function measure(name: string, contextSize: number, started: Started): Promise<{ name: string; pid: number; variant: string | undefined } | undefined> {
     try {
-        await waitForHealth(started.url, started.child);
+        try {
+            await waitForHealth(started.url, started.child);
+        } catch (error) {
+            // A server that refuses a size it cannot hold says so (Maple names the figures) and exits.
+            console.log(`${name.padEnd(22)} ${parallel} × ${String(contextSize).padStart(6)}: did not start (${(error as Error).message}; its log above says why)`);
+            return undefined;
+        }
         const response = await fetch(`${started.url}/v1/completions`, {
             method: "POST", headers: { "content-type": "application/json" },
             body: JSON.stringify({ prompt: "Memory check.", max_tokens: 4, temperature: 0 })
@@ -92,10 +98,13 @@ async function measure(name: string, contextSize: number, started: Started): Pro
 }
 
 console.log(`model ${values.model} (${model.path}), ${parallel} slots, threads ${values.threads}`);
-const kernels = [];
+const kernels: { name: string; pid: number; variant: string | undefined }[] = [];
+const measured = (result: { name: string; pid: number; variant: string | undefined } | undefined): void => {
+    if (result !== undefined) kernels.push(result);
+};
 for (const contextSize of values.contexts.split(",").map(Number)) {
-    kernels.push(await measure("llama-server", contextSize, await startLlamaServer(contextSize)));
-    kernels.push(await measure("maple serve", contextSize, await startMaple(contextSize, false)));
-    if (values["swa-full"]) kernels.push(await measure("maple serve (swa full)", contextSize, await startMaple(contextSize, true)));
+    measured(await measure("llama-server", contextSize, await startLlamaServer(contextSize)));
+    measured(await measure("maple serve", contextSize, await startMaple(contextSize, false)));
+    if (values["swa-full"]) measured(await measure("maple serve (swa full)", contextSize, await startMaple(contextSize, true)));
 }
 await requireSameKernels(kernels);
