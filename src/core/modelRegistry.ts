@@ -237,6 +237,13 @@ export class ModelRegistry {
         return this.checkPurpose(entry, "chat").chat.requireReady();
     }
 
+    /** Unloads `entry` now if it is loaded and no request holds it (bench/models times it); false when it is not. */
+    async unloadIdle(entry: ModelEntry): Promise<boolean> {
+        if (!entry.loaded || entry.inFlight > 0) return false;
+        await this.unloadEntry(entry);
+        return true;
+    }
+
     /** Cancels loads in progress (the server is closing): their requests get their error. */
     stopLoading(): void {
         this.closing.abort();
