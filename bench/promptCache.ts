@@ -148,7 +148,12 @@ interface CacheFigures {
 async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefined> {
     if (server.name === "llama-server") return undefined;
     const text = await (await fetch(`${server.url}/metrics`)).text();
-    const sample = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+    // Summed over the `model` label (one model here): `series` names the family and its other labels.
+    const sample = (series: string): number => {
+        const [name, labels = ""] = series.replace(/}$/, "").split("{");
+        const lines = text.split("\n").filter((line) => line.startsWith(`${name}{`) && line.includes(labels));
+        return lines.length === 0 ? NaN : lines.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+    };
     return {
         rssMb: await rssMb(server.child.pid!),
         tmpfsMb: sample("maple:prompt_cache_bytes{tier=\"ram\"}") / (1 << 20),

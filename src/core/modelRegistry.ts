@@ -200,12 +200,16 @@ export class ModelRegistry {
     /**
      * Routes `requested` to a model for `purpose`, loads it if it is not loaded (waiting up to the
      * queue timeout, else 503 model_loading), and holds it until `release`. A model of the other
-     * purpose is a 400 that says what to serve instead.
+     * purpose is a 400 that says what to serve instead. `onRouted` learns the model before any
+     * wait, so an error (503 model_loading) can be told apart by model.
      */
-    async use(requested: string | undefined, purpose: "chat", signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyModel>>;
-    async use(requested: string | undefined, purpose: "embedding", signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyEmbeddingModel>>;
-    async use(requested: string | undefined, purpose: ModelPurpose, signal: AbortSignal, keepAliveMs?: number | null): Promise<ModelUse<ReadyModel | ReadyEmbeddingModel>> {
+    async use(requested: string | undefined, purpose: "chat", signal: AbortSignal, keepAliveMs?: number | null, onRouted?: (entry: ModelEntry) => void): Promise<ModelUse<ReadyModel>>;
+    async use(requested: string | undefined, purpose: "embedding", signal: AbortSignal, keepAliveMs?: number | null,
+        onRouted?: (entry: ModelEntry) => void): Promise<ModelUse<ReadyEmbeddingModel>>;
+    async use(requested: string | undefined, purpose: ModelPurpose, signal: AbortSignal, keepAliveMs?: number | null,
+        onRouted?: (entry: ModelEntry) => void): Promise<ModelUse<ReadyModel | ReadyEmbeddingModel>> {
         const entry = await this.route(requested);
+        onRouted?.(entry);
         // As Ollama: the request's keep_alive holds for the model from now on.
         if (keepAliveMs !== undefined) entry.keepAliveMs = keepAliveMs;
         entry.inFlight += 1;
@@ -231,6 +235,13 @@ export class ModelRegistry {
     /** The model `name` names, loaded for chat, without waiting (tools that describe it: /v1/models, /api/show). */
     readyChat(entry: ModelEntry): ReadyModel {
         return this.checkPurpose(entry, "chat").chat.requireReady();
+    }
+
+    /** Unloads `entry` now if it is loaded and no request holds it (bench/models times it); false when it is not. */
+    async unloadIdle(entry: ModelEntry): Promise<boolean> {
+        if (!entry.loaded || entry.inFlight > 0) return false;
+        await this.unloadEntry(entry);
+        return true;
     }
 
     /** Cancels loads in progress (the server is closing): their requests get their error. */

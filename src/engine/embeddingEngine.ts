@@ -60,6 +60,15 @@ export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Prom
     }
 }
 
+/**
+ * Embeds one input at a time. Batching several inputs into one decode is not possible through
+ * node-llama-cpp 3.22.1 without patching its addon: LlamaEmbeddingContext holds one sequence, and
+ * the addon's AddonContext::GetEmbedding reads `llama_get_embeddings_seq(ctx, 0)` only, so a
+ * context of several sequences (or a batch of several inputs) could not read any vector but
+ * sequence 0's. On the CPU it costs nothing measurable (bench/README.md, "Embeddings"): per input
+ * Maple spends ~2-3 ms beside llama.cpp's decode, and llama-server with 4 slots batching 4
+ * inputs per decode was no faster than with one slot on one thread.
+ */
 class LlamaEmbeddingEngine implements EmbeddingEngine {
     /** One input at a time: the context has one sequence, so concurrent requests queue here. */
     private queue: Promise<unknown> = Promise.resolve();

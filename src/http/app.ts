@@ -1,5 +1,5 @@
 import cors from "@fastify/cors";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { MapleConfig } from "../config/settings.js";
 import { NotFoundError, ShuttingDownError } from "../errors.js";
 import { MapleMetrics } from "../metrics/metrics.js";
@@ -126,28 +126,21 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
     }
 
     const metrics = new MapleMetrics({
-        // Totals over the chat models loaded (one model: its own figures, as before).
-        readLoad: () => {
-            const loaded = models.all.flatMap((entry) => (entry.chat.state.status === "ready" ? [entry.chat.state] : []));
-            if (loaded.length === 0) return undefined;
-            return loaded.reduce((total, { engine, scheduler }) => ({
-                running: total.running + scheduler.active,
-                waiting: total.waiting + scheduler.queueDepth,
-                kvCellsInUse: total.kvCellsInUse + scheduler.leasedSlots.reduce((cells, slot) => cells + engine.slotKvCells(slot), 0),
-                kvCellsTotal: total.kvCellsTotal + engine.runtime.slots * engine.runtime.contextSize
-            }), { running: 0, waiting: 0, kvCellsInUse: 0, kvCellsTotal: 0 });
-        },
-        readPromptCache: () => (host.state.status === "ready" ? host.state.engine.promptCacheReport() : undefined),
         readModels: () => models.all.map((entry) => {
-            const chat = entry.chat.state.status === "ready" ? entry.chat.state.scheduler : undefined;
+            const chat = entry.chat.state.status === "ready" ? entry.chat.state : undefined;
             return {
                 model: entry.id, loaded: entry.host.state.status === "ready", memoryBytes: entry.memoryBytes, inFlight: entry.inFlight,
-                running: chat?.active ?? 0, waiting: chat?.queueDepth ?? 0
+                running: chat?.scheduler.active ?? 0, waiting: chat?.scheduler.queueDepth ?? 0,
+                kvCellsInUse: chat === undefined ? 0 : chat.scheduler.leasedSlots.reduce((cells, slot) => cells + chat.engine.slotKvCells(slot), 0),
+                kvCellsTotal: chat === undefined ? 0 : chat.engine.runtime.slots * chat.engine.runtime.contextSize,
+                promptCache: chat?.engine.promptCacheReport()
             };
         })
     });
+    /** The served model each request was routed to, for its 503's `model` label. */
+    const routedModel = new WeakMap<FastifyRequest, string>();
     // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
-    app.addHook("onError", async (_request, _reply, error) => metrics.countRejection(error));
+    app.addHook("onError", async (request, _reply, error) => metrics.countRejection(error, routedModel.get(request) ?? models.default.id));
     app.addHook("onClose", async () => metrics.clear());
 
     /** A request holds its model until its response is over (sent, or the client gone). */
@@ -179,22 +172,22 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             return requested ?? models.default.id;
         },
         async chatModel(reply, requested, signal, keepAliveMs) {
-            const use = await models.use(requested, "chat", signal, keepAliveMs);
+            const use = await models.use(requested, "chat", signal, keepAliveMs, (entry) => routedModel.set(reply.request, entry.id));
             holdUntilDone(reply, use.release);
             metrics.countModelRequest(use.entry.id);
-            return { model: use.model, modelId: use.modelId };
+            return { model: use.model, modelId: use.modelId, servedId: use.entry.id };
         },
         async embeddingModel(reply, requested, signal, keepAliveMs) {
-            const use = await models.use(requested, "embedding", signal, keepAliveMs);
+            const use = await models.use(requested, "embedding", signal, keepAliveMs, (entry) => routedModel.set(reply.request, entry.id));
             holdUntilDone(reply, use.release);
             metrics.countModelRequest(use.entry.id);
-            return { model: use.model, modelId: use.modelId };
+            return { model: use.model, modelId: use.modelId, servedId: use.entry.id };
         },
-        generationOptions(request, signal) {
+        generationOptions(request, signal, servedId) {
             return {
                 signal,
                 maxPromptTokens: config.maxPromptTokens,
-                observe: () => metrics.observeGeneration(),
+                observe: () => metrics.observeGeneration(servedId),
                 // With MAPLE_LOG_PROMPTS the prompt and the raw output are logged at debug level; otherwise logs never contain them.
                 logText: config.logPrompts ? (text) => request.log.debug(text, "generation text") : undefined
             };

@@ -121,7 +121,7 @@ interface PickerConfig {
 }
 
 async function mapleMetricTypes(): Promise<Map<string, string>> {
-    const metrics = new MapleMetrics({ readLoad: () => undefined });
+    const metrics = new MapleMetrics({ readModels: () => [] });
     return new Exposition(await metrics.expose()).types;
 }
 

@@ -27,21 +27,35 @@ export class Exposition {
         }
     }
 
-    /** The value of one series; `labels` in the order the server writes them. Fails when absent. */
+    /**
+     * The sum of the series of `name` whose labels include `labels` (e.g. every model's
+     * `maple:generation_tokens_total`, or one model's with `{ model: "…" }`). Fails when none is there.
+     */
     value(name: string, labels: Record<string, string> = {}): number {
-        const entries = Object.entries(labels);
-        const series = entries.length === 0 ? name : `${name}{${entries.map(([key, value]) => `${key}="${value}"`).join(",")}}`;
-        const value = this.samples.get(series);
-        assert.ok(value !== undefined, `no series ${series} in the exposition`);
-        return value;
+        const matching = this.matching(name, labels);
+        assert.ok(matching.length > 0, `no series ${name}${JSON.stringify(labels)} in the exposition`);
+        return matching.reduce((sum, [, value]) => sum + value, 0);
     }
 
-    /** A histogram's `_count`, `_sum` and cumulative buckets (by upper bound, `+Inf` last). */
-    histogram(name: string): { count: number; sum: number; buckets: [string, number][] } {
+    /** A histogram's `_count`, `_sum` and cumulative buckets (by upper bound, `+Inf` last), summed over the series whose labels include `labels`. */
+    histogram(name: string, labels: Record<string, string> = {}): { count: number; sum: number; buckets: [string, number][] } {
         assert.equal(this.types.get(name), "histogram", `${name} is a histogram`);
-        const prefix = `${name}_bucket{le="`;
-        const buckets = [...this.samples].filter(([series]) => series.startsWith(prefix))
-            .map(([series, value]): [string, number] => [series.slice(prefix.length, -2), value]);
-        return { count: this.value(`${name}_count`), sum: this.value(`${name}_sum`), buckets };
+        const buckets = new Map<string, number>();
+        for (const [seriesLabels, value] of this.matching(`${name}_bucket`, labels)) {
+            const bound = seriesLabels["le"]!;
+            buckets.set(bound, (buckets.get(bound) ?? 0) + value);
+        }
+        return { count: this.value(`${name}_count`, labels), sum: this.value(`${name}_sum`, labels), buckets: [...buckets] };
+    }
+
+    private matching(name: string, labels: Record<string, string>): [Record<string, string>, number][] {
+        const found: [Record<string, string>, number][] = [];
+        for (const [series, value] of this.samples) {
+            const parsed = /^([^{]+)(?:\{(.*)\})?$/.exec(series)!;
+            if (parsed[1] !== name) continue;
+            const seriesLabels = Object.fromEntries([...(parsed[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
+            if (Object.entries(labels).every(([key, wanted]) => seriesLabels[key] === wanted)) found.push([seriesLabels, value]);
+        }
+        return found;
     }
 }

@@ -5,6 +5,7 @@ import { Ollama } from "ollama";
 import { readModelFileFacts } from "../../src/engine/modelFileFacts.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { exact } from "../helpers/grammar.js";
+import { Exposition } from "../helpers/prometheus.js";
 import { startTestServer, testModelsDir, type TestServer, type WireError } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 
@@ -75,6 +76,35 @@ describe("two chat models and an embedding model in one server", { timeout: 300_
         const ollama = new Ollama({ host: server.url });
         const answer = await ollama.generate({ model: "qwen3-tiny", prompt: "x", raw: true, stream: false, grammar: exact("via ollama") } as Parameters<Ollama["generate"]>[0] & { stream: false });
         assert.equal(answer.response, "via ollama");
+    });
+
+    it("labels each generation's metrics with the model that served it", async () => {
+        const scrape = async (): Promise<Exposition> => new Exposition(await (await server.request("/metrics")).text());
+        const before = await scrape();
+        const usageOf = async (model: string, text: string): Promise<{ prompt_tokens: number; completion_tokens: number }> => {
+            const response = await server.post("/v1/completions", { model, prompt: "Count my tokens.", max_tokens: 32, grammar: exact(text) });
+            assert.equal(response.status, 200);
+            return (await response.json() as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+        };
+        const maple = await usageOf("maple", "one two three four");
+        const qwen = await usageOf("qwen3-tiny", "five");
+        const afterwards = await scrape();
+        for (const [model, usage] of [["maple", maple], ["qwen3-tiny", qwen]] as const) {
+            const labels = { model };
+            const delta = (family: string): number => afterwards.value(family, labels) - before.value(family, labels);
+            assert.equal(delta("maple:generation_tokens_total"), usage.completion_tokens, `${model}'s generated tokens`);
+            assert.equal(delta("maple:prompt_tokens_total"), usage.prompt_tokens, `${model}'s prompt tokens`);
+            for (const histogram of ["maple:time_to_first_token_seconds", "maple:e2e_request_latency_seconds", "maple:request_queue_time_seconds"]) {
+                assert.equal(afterwards.histogram(histogram, labels).count - (before.samples.has(`${histogram}_count{model="${model}"}`) ? before.histogram(histogram, labels).count : 0),
+                    1, `one ${histogram} of ${model}`);
+            }
+            assert.equal(afterwards.value("maple:num_requests_running", labels), 0);
+            assert.equal(afterwards.value("maple:request_rejections_total", { reason: "queue_full", model }), 0);
+            assert.ok(afterwards.value("maple:prompt_cache_saves_total", { tier: "ram", model }) >= 0, `${model} has its own prompt-cache series`);
+        }
+        assert.notEqual(maple.completion_tokens, qwen.completion_tokens, "the two counts tell the models apart");
+        assert.equal(afterwards.value("maple:generation_tokens_total", { model: "embed" }), before.value("maple:generation_tokens_total", { model: "embed" }));
+        assert.equal(afterwards.value("maple:kv_cache_usage_perc", { model: "embed" }), 0);
     });
 
     it("computes embeddings through the openai SDK: the model's width, the same vector for the same input, one call equal to several", async () => {

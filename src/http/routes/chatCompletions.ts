@@ -13,8 +13,8 @@ export function chatCompletionsRoute(app: FastifyInstance, context: RouteContext
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseChatRequest(request.body, request.headers, context.samplingDefaults);
-        const { model, modelId } = await context.chatModel(reply, chat.model, cancellation.signal);
-        const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal));
+        const { model, modelId, servedId } = await context.chatModel(reply, chat.model, cancellation.signal);
+        const generation = await startChatGeneration(model, chat, context.generationOptions(request, cancellation.signal, servedId));
         const identity: ChatCompletionIdentity = {
             id: newId("chatcmpl"), created: unixSeconds(), model: modelId,
             weightVersion: context.config.weightVersion, includeReasoning: chat.includeReasoning,

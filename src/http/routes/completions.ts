@@ -13,8 +13,8 @@ export function completionsRoute(app: FastifyInstance, context: RouteContext): v
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const completion = parseCompletionRequest(request.body, request.headers, context.samplingDefaults);
-        const { model, modelId } = await context.chatModel(reply, completion.model, cancellation.signal);
-        const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal));
+        const { model, modelId, servedId } = await context.chatModel(reply, completion.model, cancellation.signal);
+        const generation = await startCompletionGeneration(model, completion, context.generationOptions(request, cancellation.signal, servedId));
         const identity: CompletionIdentity = { id: newId("cmpl"), created: unixSeconds(), model: modelId, systemFingerprint: model.systemFingerprint };
         if (completion.stream) {
             return streamGeneration(request, reply, cancellation, generation, new CompletionStream(identity, completion.n, completion.includeUsage));

@@ -16,8 +16,8 @@ export function messagesRoute(app: FastifyInstance, context: RouteContext): void
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const messages = parseMessagesRequest(request.body, request.headers, context.samplingDefaults);
-        const { model, modelId } = await context.chatModel(reply, messages.model, cancellation.signal);
-        const generation = await startChatGeneration(model, messages, context.generationOptions(request, cancellation.signal));
+        const { model, modelId, servedId } = await context.chatModel(reply, messages.model, cancellation.signal);
+        const generation = await startChatGeneration(model, messages, context.generationOptions(request, cancellation.signal, servedId));
         const writer = new MessageEventWriter({ id: newMessageId(), model: modelId, omitThinking: messages.omitThinking });
         // What the slot's cache holds is known once generation starts: message_delta has the final split.
         const start = writer.start({ promptTokens: generation.promptTokens, cachedTokens: 0 });

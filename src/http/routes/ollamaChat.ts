@@ -16,11 +16,11 @@ export function ollamaChatRoute(app: FastifyInstance, context: RouteContext): vo
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const chat = parseOllamaChatRequest(request.body, request.headers, context.samplingDefaults);
-        const { model } = await context.chatModel(reply, chat.model, cancellation.signal, ollamaKeepAliveMs(request.body));
+        const { model, servedId } = await context.chatModel(reply, chat.model, cancellation.signal, ollamaKeepAliveMs(request.body));
         const identity = { model: chat.model, api: "chat" as const };
         if (chat.loadOnly) return loadedChunk(identity);
         const generation = await startChatGeneration(model, chat,
-            timings.observe(context.generationOptions(request, cancellation.signal)));
+            timings.observe(context.generationOptions(request, cancellation.signal, servedId)));
         timings.started();
         return answerGeneration(request, reply, cancellation, generation, new OllamaChunkWriter(identity, timings), chat.stream);
     });

@@ -16,10 +16,10 @@ export function ollamaGenerateRoute(app: FastifyInstance, context: RouteContext)
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const generate = parseOllamaGenerateRequest(request.body, request.headers, context.samplingDefaults);
-        const { model } = await context.chatModel(reply, generate.model, cancellation.signal, ollamaKeepAliveMs(request.body));
+        const { model, servedId } = await context.chatModel(reply, generate.model, cancellation.signal, ollamaKeepAliveMs(request.body));
         const identity = { model: generate.model, api: "generate" as const };
         if (generate.loadOnly) return loadedChunk(identity);
-        const options = timings.observe({ ...context.generationOptions(request, cancellation.signal), promptParam: "prompt" });
+        const options = timings.observe({ ...context.generationOptions(request, cancellation.signal, servedId), promptParam: "prompt" });
         const generation = generate.raw
             ? await startCompletionGeneration(model, generate, options)
             : await startChatGeneration(model, generate, options);

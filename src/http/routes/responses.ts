@@ -86,11 +86,11 @@ export function responsesRoute(app: FastifyInstance, context: RouteContext): voi
         // First, so a client that leaves during any await below still cancels its request.
         const cancellation = requestCancellation(request, reply, context.shutdownSignal);
         const { parsed, history, chat } = await prepare(request.body, request.headers);
-        const { model, modelId } = await context.chatModel(reply, parsed.model, cancellation.signal);
+        const { model, modelId, servedId } = await context.chatModel(reply, parsed.model, cancellation.signal);
         // Refused before any generation: a response that could not be stored would be lost.
         if (parsed.store) store.requireAvailable();
         const cancel = new AbortController();
-        const options = { ...context.generationOptions(request, AbortSignal.any([cancellation.signal, cancel.signal])), promptParam: "input" };
+        const options = { ...context.generationOptions(request, AbortSignal.any([cancellation.signal, cancel.signal]), servedId), promptParam: "input" };
         const generation = await startChatGeneration(model, chat, options);
         const identity: ResponseIdentity = { id: newResponseId(parsed.previousResponseId, request.headers["x-maple-conversation"]), createdAt: unixSeconds(), model: modelId, echo: parsed.echo };
         const writer = new ResponseEventWriter(identity, { tools: parsed.offered, encryptedReasoning: parsed.includeEncryptedReasoning });
