@@ -9,7 +9,7 @@ import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { fitContextSize } from "./contextFit.js";
 import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
-import { LlamaSlotStore } from "./llamaSlotStore.js";
+import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
 import { SlotCachePolicy } from "./slotCache/slotCachePolicy.js";
@@ -263,13 +263,31 @@ class LlamaEngine implements Engine {
     async generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
-        const { cached: cachedPromptTokens, held } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);
+        const { cached: cachedPromptTokens, held: prepared } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);
+        const held = await this.evaluateLongPrompt(slot, prompt, prepared);
         const generation = decodeLoop({
             slot, sequence, model: this.llamaModel, input: prompt.slice(held),
             sampling: this.sampling.forRequest(request, prompt, held),
             maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier, costs: this.costs
         });
         return { cachedPromptTokens, tokens: () => generation };
+    }
+
+    /**
+     * Evaluates all but the last token of a prompt longer than one chunk through the slot store,
+     * whose chunks let a state save in (see StepBarrier.prefillGate); the decode loop's first step
+     * then evaluates only the last one. Returns the prompt tokens the slot holds.
+     */
+    private async evaluateLongPrompt(slot: number, prompt: readonly Token[], held: number): Promise<number> {
+        const last = prompt.length - 1;
+        if (last - held <= promptChunkTokens) return held;
+        const prefillEnded = this.costs.startPrefill(last - held);
+        try {
+            await this.store.evaluate(slot, prompt.slice(held, last));
+        } finally {
+            prefillEnded();
+        }
+        return this.store.tokenCount(slot);
     }
 
     async dispose(): Promise<void> {

@@ -4,6 +4,13 @@ import { loadSequenceState, saveSequenceState } from "./sequenceStateFile.js";
 import type { StepBarrier } from "./stepBarrier.js";
 import { WindowedSequence } from "./windowedSequence.js";
 
+/**
+ * A prompt is evaluated in pieces of this many tokens, so that exclusive work waits for at most
+ * one piece of each prompt being evaluated: half of Maple's default batch, which keeps the batches
+ * full when two prompts are evaluated at once.
+ */
+export const promptChunkTokens = 256;
+
 /** The slots as node-llama-cpp sequences of one context (slot i is sequence i); state operations run in the step barrier's exclusive section. */
 export class LlamaSlotStore implements SlotStore {
     /** With the windowed sliding-window cache: each slot's exact cuts and checkpoints (see WindowedSequence). */
@@ -47,8 +54,13 @@ export class LlamaSlotStore implements SlotStore {
         return this.barrier.exclusive(() => loadSequenceState(sequence, file));
     }
 
+    /** In chunks, each queued only while no exclusive work waits (see StepBarrier.prefillGate). */
     async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
-        if (tokens.length > 0) await this.sequence(slot).evaluateWithoutGeneratingNewTokens(tokens as Token[]);
+        const sequence = this.sequence(slot);
+        for (let start = 0; start < tokens.length; start += promptChunkTokens) {
+            await this.barrier.prefillGate();
+            await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(start, start + promptChunkTokens) as Token[]);
+        }
     }
 
     reusable(slot: number, shared: number): number {

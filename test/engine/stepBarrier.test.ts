@@ -71,4 +71,20 @@ describe("StepBarrier", () => {
         await arrivals;
         assert.deepEqual(order, ["work started", "work done", "released"]);
     });
+
+    it("holds prompt chunks while exclusive work waits, and lets them go when it is done", async () => {
+        const barrier = new StepBarrier();
+        assert.equal(barrier.prefillGate(), undefined);
+        let finishWork!: () => void;
+        const exclusive = barrier.exclusive(() => new Promise<void>((resolve) => (finishWork = resolve)));
+        const order: string[] = [];
+        const chunk = barrier.prefillGate()!.then(() => order.push("chunk"));
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(order, []);
+        finishWork();
+        await exclusive;
+        await chunk;
+        assert.deepEqual(order, ["chunk"]);
+        assert.equal(barrier.prefillGate(), undefined);
+    });
 });
