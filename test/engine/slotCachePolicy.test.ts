@@ -250,10 +250,24 @@ describe("SlotCachePolicy: shared-prefix states", () => {
         assert.equal(store.saves.length, 1);
     });
 
-    it("two sessions arriving together save their one preamble once", async () => {
+    it("two sessions arriving together save their one preamble once, and the second restores it instead of evaluating it", async () => {
         const { store, policy } = await setUp(2, { slidingWindow: 128 });
-        await Promise.all([policy.prepare(0, session(1), undefined, undefined, 300), policy.prepare(1, session(2), undefined, undefined, 300)]);
+        const [first, second] = await Promise.all([policy.prepare(0, session(1), undefined, undefined, 300), policy.prepare(1, session(2), undefined, undefined, 300)]);
         assert.equal(store.saves.filter((saved) => saved.length === 300).length, 1);
+        assert.deepEqual(first, { cached: 0, held: 300 });
+        assert.deepEqual(second, { cached: 300, held: 300 });
+        assert.equal(store.loads, 1);
+    });
+
+    it("a next turn whose slot holds the preamble does not wait for another session saving it", async () => {
+        const { store, policy } = await setUp(2, { slidingWindow: 128 });
+        store.held[1] = session(2).slice(0, 320);
+        let resumed = "";
+        const saving = policy.prepare(0, session(1), undefined, undefined, 300).then(() => (resumed ||= "saving session"));
+        const nextTurn = policy.prepare(1, session(2), undefined, undefined, 300).then(() => (resumed ||= "next turn"));
+        await Promise.all([saving, nextTurn]);
+        assert.equal(resumed, "next turn");
+        assert.equal(store.loads, 0);
     });
 
     it("saves nothing without a cache, for a preamble the slot holds already, or one that leaves no token to evaluate", async () => {
