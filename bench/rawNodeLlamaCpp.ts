@@ -1,19 +1,20 @@
 /**
  * The baseline: node-llama-cpp driven directly, no HTTP and no Maple, on the same file, threads
  * and sampling. Prints one JSON line: {promptTokens, ttftMs, decodeTokensPerSecond, generated}.
- * Usage: node dist/bench/rawNodeLlamaCpp.js MODEL_PATH THREADS PROMPT_TOKENS MAX_TOKENS RUNS
+ * Usage: node dist/bench/rawNodeLlamaCpp.js MODEL_PATH THREADS PROMPT_TOKENS MAX_TOKENS RUNS [SEQUENCES]
+ * (SEQUENCES: the context's sequence count, one of them used; 4 is what a 4-slot server allocates.)
  */
 import { getLlama, LlamaLogLevel, TokenBias, type Token } from "node-llama-cpp";
 import { benchPrompt, median } from "./shared.js";
 
-const [modelPath, threadsText = "2", promptTokensText = "200", maxTokensText = "128", runsText = "3"] = process.argv.slice(2);
+const [modelPath, threadsText = "2", promptTokensText = "200", maxTokensText = "128", runsText = "3", sequencesText = "1"] = process.argv.slice(2);
 if (modelPath === undefined) throw new Error("usage: rawNodeLlamaCpp MODEL_PATH THREADS PROMPT_TOKENS MAX_TOKENS RUNS");
 const threads = Number(threadsText);
 const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath });
 // The same context options as Maple's engine, so the comparison measures only what Maple adds.
 const context = await model.createContext({
-    contextSize: 4096, sequences: 1, threads: { ideal: threads, min: threads }, swaFullCache: true, flashAttention: model.flashAttentionSupported
+    contextSize: 4096 * Number(sequencesText), sequences: Number(sequencesText), threads: { ideal: threads, min: threads }, swaFullCache: true, flashAttention: model.flashAttentionSupported
 });
 const sequence = context.getSequence();
 const bias = new TokenBias(model.tokenizer);
