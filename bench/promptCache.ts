@@ -142,6 +142,9 @@ interface CacheFigures {
     restoreSeconds: number;
     restoredTokens: number;
     saves: number;
+    /** Of the saves and restores, shared preambles'. */
+    preambleSaves: number;
+    preambleRestores: number;
     evictions: number;
 }
 
@@ -161,6 +164,8 @@ async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefin
         restoreSeconds: sample("maple:prompt_cache_restore_seconds_sum"),
         restoredTokens: sample("maple:prompt_cache_restored_tokens_total"),
         saves: sample("maple:prompt_cache_saves_total{tier=\"ram\"}"),
+        preambleSaves: sample("maple:prompt_cache_preamble_saves_total{tier=\"ram\"}"),
+        preambleRestores: sample("maple:prompt_cache_preamble_restores_total{tier=\"ram\"}") + sample("maple:prompt_cache_preamble_restores_total{tier=\"disk\"}"),
         evictions: sample("maple:prompt_cache_evictions_total{tier=\"ram\"}")
     };
 }
@@ -168,7 +173,8 @@ async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefin
 function describeCache(figures: CacheFigures | undefined): string {
     if (figures === undefined) return "";
     const perThousand = figures.restoredTokens > 0 ? (figures.restoreSeconds * 1000) / (figures.restoredTokens / 1000) : NaN;
-    return ` | RSS ${figures.rssMb.toFixed(0)} MB, tmpfs ${figures.tmpfsMb.toFixed(0)} MB, ${figures.saves} saves, ${figures.restores} restores, `
+    return ` | RSS ${figures.rssMb.toFixed(0)} MB, tmpfs ${figures.tmpfsMb.toFixed(0)} MB, ${figures.saves} saves (${figures.preambleSaves} preambles), `
+        + `${figures.restores} restores (${figures.preambleRestores} preambles), `
         + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens`;
 }
 

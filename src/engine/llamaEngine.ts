@@ -12,6 +12,7 @@ import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
+import { timeNativeSaves } from "./sequenceStateFile.js";
 import { SlotCachePolicy } from "./slotCache/slotCachePolicy.js";
 import { StateCosts } from "./stateCosts.js";
 import { StepBarrier } from "./stepBarrier.js";
@@ -117,6 +118,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             flashAttention: model.flashAttentionSupported,
             createSignal: options.signal
         });
+        timeNativeSaves(context);
         const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
         // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
         const checkpointBytesPerSlot = swaFullCache ? 0 : maximumCheckpoints * (kvBytes.windowed - kvBytes.globalBytesPerToken * requestedContextSize);

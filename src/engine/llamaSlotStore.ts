@@ -44,8 +44,8 @@ export class LlamaSlotStore implements SlotStore {
         const sequence = this.sequence(slot);
         return this.barrier.exclusive(async () => {
             const startedAt = performance.now();
-            const bytes = await saveSequenceState(sequence, file);
-            return { bytes, milliseconds: performance.now() - startedAt };
+            const { bytes, milliseconds } = await saveSequenceState(sequence, file);
+            return { bytes, milliseconds: milliseconds ?? performance.now() - startedAt };
         });
     }
 

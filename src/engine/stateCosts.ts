@@ -6,19 +6,22 @@
  * ~2 ms on qwen3-0.6b. With one fixed threshold, maple-preview's chat turns (~30 new tokens)
  * were never saved and each next turn evaluated two turns again.
  *
- * Each figure is the lowest of its recent samples: a sample taken while the context was busy
- * with other work (a save waits for the decode in progress; a prompt shares its batch with
- * others) only ever overstates the cost.
+ * A prompt's figure is the lowest of its recent samples: one evaluated beside other work (it
+ * shares its batch with others) only ever overstates its cost. A save's is the median of its
+ * recent samples, each timed from when it held the context lock (see timeNativeSaves): on an
+ * agents run (qwen3-0.6b, 2 cores) saves took 40–430 ms, 281 ms on average, during which no slot
+ * decodes; judged by the fastest sample, 20–24 turn states were saved, each costing more than it
+ * spared.
  */
 export class StateCosts {
-    private readonly saveMs = new RecentMinimum(recentSamples);
-    private readonly prefillMs = new RecentMinimum(recentSamples);
+    private readonly saveMs = new RecentSamples(recentSamples);
+    private readonly prefillMs = new RecentSamples(recentSamples);
     private readonly prefills = new Set<PrefillSample>();
 
     /** `now`: milliseconds on a monotonic clock (a test's own clock). */
     constructor(private readonly now: () => number = () => performance.now()) {}
 
-    /** A save of `tokens` tokens took `ms` (including any wait for the context). */
+    /** A save of `tokens` tokens took `ms` (its own time, not its wait for the context). */
     noteSave(tokens: number, ms: number): void {
         if (tokens >= minimumSampleTokens) this.saveMs.add(ms / tokens);
     }
@@ -41,8 +44,8 @@ export class StateCosts {
 
     /** Saving a token costs this share of evaluating it again; `fallback` until both were measured. */
     saveToPrefillRatio(fallback: number): number {
-        const save = this.saveMs.value;
-        const prefill = this.prefillMs.value;
+        const save = this.saveMs.median;
+        const prefill = this.prefillMs.minimum;
         return save === undefined || prefill === undefined || prefill <= 0 ? fallback : save / prefill;
     }
 }
@@ -58,8 +61,8 @@ interface PrefillSample {
 const minimumSampleTokens = 16;
 const recentSamples = 16;
 
-/** The smallest of the last `capacity` samples. */
-class RecentMinimum {
+/** The last `capacity` samples. */
+class RecentSamples {
     private readonly samples: number[] = [];
 
     constructor(private readonly capacity: number) {}
@@ -70,7 +73,13 @@ class RecentMinimum {
         if (this.samples.length > this.capacity) this.samples.shift();
     }
 
-    get value(): number | undefined {
+    get minimum(): number | undefined {
         return this.samples.length === 0 ? undefined : Math.min(...this.samples);
+    }
+
+    /** The middle sample (the upper of the two middle ones for an even count). */
+    get median(): number | undefined {
+        if (this.samples.length === 0) return undefined;
+        return [...this.samples].sort((a, b) => a - b)[Math.floor(this.samples.length / 2)];
     }
 }

@@ -21,26 +21,35 @@ describe("StateCosts", () => {
         assert.equal(costs.saveToPrefillRatio(0.1), 0.005);
     });
 
-    it("keeps the lowest recent samples: a save that waited for a decode, or a prompt that waited for a batch, does not count as slow", () => {
+    it("takes a prompt's lowest recent sample (one that waited for a batch does not count as slow) and a save's median", () => {
         const { costs, advance } = measured();
         costs.noteSave(1000, 900);
         costs.noteSave(1000, 50);
-        costs.noteSave(1000, 400);
+        costs.noteSave(1000, 50);
         for (const ms of [5000, 1000, 3000]) {
             const ended = costs.startPrefill(100);
             advance(ms);
             ended();
         }
         assert.equal(costs.saveToPrefillRatio(0.1), 0.005);
+        // Most saves now slow: their median, not the fastest one, is what a save costs.
+        costs.noteSave(1000, 900);
+        costs.noteSave(1000, 900);
+        assert.equal(costs.saveToPrefillRatio(0.1), 0.09);
     });
 
     it("forgets samples older than the last sixteen", () => {
         const { costs, advance } = measured();
-        costs.noteSave(1000, 50);
-        for (let index = 0; index < 16; index += 1) costs.noteSave(1000, 100);
-        const ended = costs.startPrefill(100);
-        advance(1000);
-        ended();
+        costs.noteSave(1000, 100);
+        const fast = costs.startPrefill(100);
+        advance(500);
+        fast();
+        for (let index = 0; index < 16; index += 1) {
+            const ended = costs.startPrefill(100);
+            advance(1000);
+            ended();
+        }
+        // The 5 ms per token of the oldest prompt is gone: 0.1 ms against 10 ms.
         assert.equal(costs.saveToPrefillRatio(0.1), 0.01);
     });
 
