@@ -123,6 +123,7 @@ export class PromptCache {
         const target = this.ram ?? this.disk!;
         const staged = this.ram === undefined;
         const file = staged ? join(target.dir, `${id}.staged`) : join(target.dir, `${id}.state`);
+        const proven = staged ? false : await this.ram!.dropSuperseded(tokens);
         const bytes = await write(file).catch(async (error: unknown) => {
             await rm(file, { force: true });
             throw error;
@@ -130,7 +131,7 @@ export class PromptCache {
         const savedTokens = [...tokens];
         let entry: CacheEntry | undefined;
         if (!staged) {
-            entry = { id, tier: "ram", tokens: savedTokens, bytes, key, file, companions: [], verified: true, lastUsed: nextUse(), pins: 0, preamble };
+            entry = { id, tier: "ram", tokens: savedTokens, bytes, key, file, companions: [], verified: true, lastUsed: nextUse(), pins: 0, preamble, proven };
             if (!this.ram!.add(entry)) entry = undefined;
             else this.emit({ kind: "save", tier: "ram", bytes, tokens: savedTokens.length, preamble });
         }
@@ -211,7 +212,7 @@ export class PromptCache {
     }
 
     private reject(tier: CacheTier, entry: CacheEntry): false {
-        tier.delete(entry, false);
+        void tier.delete(entry, false);
         this.emit({ kind: "ignore", tier: tier.name });
         return false;
     }
