@@ -99,7 +99,7 @@ export class CacheTier {
             if (sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) < other.tokens.length) continue;
             // Extending a restored entry is the same conversation going on: it inherits the proof.
             if (other.proven === true) entry.proven = true;
-            if (this.supersedes(entry.tokens, other)) void this.delete(other, false);
+            if (this.droppable(other)) void this.delete(other, false);
         }
         this.entries.set(entry.id, entry);
         this.heldBytes += entry.bytes;
@@ -115,14 +115,15 @@ export class CacheTier {
      * Returns whether one of them was proven, which the new entry inherits.
      */
     async dropSuperseded(tokens: readonly number[]): Promise<boolean> {
-        const superseded = [...this.entries.values()].filter((other) => this.supersedes(tokens, other));
+        const superseded = [...this.entries.values()].filter((other) =>
+            this.droppable(other) && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length);
         await Promise.all(superseded.map((other) => this.delete(other, false)));
         return superseded.some((other) => other.proven === true);
     }
 
-    /** A prefix of a new entry is superseded by it, unless a sliding window keeps it from serving the prompts the prefix serves, or it is being restored. */
-    private supersedes(tokens: readonly number[], other: CacheEntry): boolean {
-        return this.slidingWindow === 0 && other.pins === 0 && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length;
+    /** Whether an entry a new one extends may be dropped: not while it is being restored, nor when a sliding window keeps the new one from serving the prompts it serves. */
+    private droppable(other: CacheEntry): boolean {
+        return this.slidingWindow === 0 && other.pins === 0;
     }
 
     /** The entry sharing the longest prefix with `prompt` (at most `limit` tokens); on a tie, the request's own conversation's, then the most recent. */
