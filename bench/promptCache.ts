@@ -146,6 +146,9 @@ interface CacheFigures {
     preambleSaves: number;
     preambleRestores: number;
     evictions: number;
+    /** What the save rule weighed at the end (see worthSaving). */
+    saveToPrefillRatio: number;
+    returnShare: number;
 }
 
 async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefined> {
@@ -166,7 +169,9 @@ async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefin
         saves: sample("maple:prompt_cache_saves_total{tier=\"ram\"}"),
         preambleSaves: sample("maple:prompt_cache_preamble_saves_total{tier=\"ram\"}"),
         preambleRestores: sample("maple:prompt_cache_preamble_restores_total{tier=\"ram\"}") + sample("maple:prompt_cache_preamble_restores_total{tier=\"disk\"}"),
-        evictions: sample("maple:prompt_cache_evictions_total{tier=\"ram\"}")
+        evictions: sample("maple:prompt_cache_evictions_total{tier=\"ram\"}"),
+        saveToPrefillRatio: sample("maple:prompt_cache_save_to_prefill_ratio"),
+        returnShare: sample("maple:prompt_cache_return_share")
     };
 }
 
@@ -175,7 +180,8 @@ function describeCache(figures: CacheFigures | undefined): string {
     const perThousand = figures.restoredTokens > 0 ? (figures.restoreSeconds * 1000) / (figures.restoredTokens / 1000) : NaN;
     return ` | RSS ${figures.rssMb.toFixed(0)} MB, tmpfs ${figures.tmpfsMb.toFixed(0)} MB, ${figures.saves} saves (${figures.preambleSaves} preambles), `
         + `${figures.restores} restores (${figures.preambleRestores} preambles), `
-        + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens`;
+        + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens, `
+        + `save-to-prefill ratio ${figures.saveToPrefillRatio.toFixed(4)}, return share ${figures.returnShare.toFixed(2)}`;
 }
 
 async function conversationsWorkload(server: Server): Promise<string> {
@@ -198,7 +204,7 @@ async function conversationsWorkload(server: Server): Promise<string> {
     const prompt = later.reduce((sum, result) => sum + result.promptTokens, 0);
     const cached = later.reduce((sum, result) => sum + result.cachedTokens, 0);
     return `rounds 2-${rounds} ${laterSeconds.toFixed(1)} s, median request ${median(later.map((result) => result.seconds)).toFixed(2)} s, `
-        + `cached ${((100 * cached) / Math.max(1, prompt)).toFixed(0)}%${describeCache(await mapleCacheFigures(server))}`;
+        + `cached ${((100 * cached) / Math.max(1, prompt)).toFixed(0)}% (${prompt - cached} of ${prompt} prompt tokens evaluated)${describeCache(await mapleCacheFigures(server))}`;
 }
 
 async function mixedWorkload(server: Server): Promise<string> {

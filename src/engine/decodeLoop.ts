@@ -1,6 +1,5 @@
 import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import type { RequestSampling, EvaluationOutput } from "./samplingAdapters.js";
-import type { StateCosts } from "./stateCosts.js";
 import type { StepBarrier } from "./stepBarrier.js";
 import { dropUntrackedCells } from "./sequenceCells.js";
 import type { GeneratedToken, GenerationEnd } from "./types.js";
@@ -27,8 +26,6 @@ export interface DecodeOptions {
     maxTokens: number;
     signal: AbortSignal;
     barrier: StepBarrier;
-    /** Prompt evaluations are timed here (what a save is weighed against). */
-    costs: StateCosts;
 }
 
 /**
@@ -45,7 +42,7 @@ export interface DecodeOptions {
  * saw) steps only after the consumer has seen the token before.
  */
 export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
-    const { slot, sequence, model, input, sampling, maxTokens, signal, barrier, costs } = options;
+    const { slot, sequence, model, input, sampling, maxTokens, signal, barrier } = options;
     const evaluation = sequence.evaluateWithMetadata(input, sampling.metadata, sampling.options);
     type Step = IteratorResult<EvaluationOutput | undefined, void>;
     const nextStep = async (): Promise<Step> => {
@@ -59,8 +56,7 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
     try {
         if (maxTokens <= 0) return { reason: "length" };
         await barrier.arrive(slot);
-        const prefillEnded = costs.startPrefill(input.length);
-        let step: Step = await barrier.prefill(() => evaluation.next()).finally(prefillEnded);
+        let step: Step = await barrier.prefill(() => evaluation.next());
         for (;;) {
             if (step.done) break;
             const output = step.value as EvaluationOutput;

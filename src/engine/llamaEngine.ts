@@ -12,6 +12,7 @@ import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
+import { timeNativeBatches } from "./nativeBatches.js";
 import { timeNativeSaves } from "./sequenceStateFile.js";
 import { SlotCachePolicy } from "./slotCache/slotCachePolicy.js";
 import { StateCosts } from "./stateCosts.js";
@@ -186,6 +187,7 @@ class LlamaEngine implements Engine {
         readonly model: ModelInfo,
         readonly runtime: RuntimeInfo
     ) {
+        timeNativeBatches(context, (tokens, milliseconds) => this.costs.noteBatch(tokens, milliseconds));
         this.store = new LlamaSlotStore(sequences, this.barrier, windowedSlidingWindow);
         this.policy = new SlotCachePolicy({ store: this.store, cache, slidingWindow: model.slidingWindow, costs: this.costs });
         this.grammars = new GrammarCache(llama);
@@ -252,7 +254,7 @@ class LlamaEngine implements Engine {
     promptCacheReport(): PromptCacheReport | undefined {
         if (this.cache === undefined) return undefined;
         const { bytes, limits } = this.cache.stats();
-        return this.cacheReport.snapshot(bytes, limits);
+        return this.cacheReport.snapshot(bytes, limits, this.policy.saveRule());
     }
 
     slotKvCells(slot: number): number {
@@ -270,7 +272,7 @@ class LlamaEngine implements Engine {
         const generation = decodeLoop({
             slot, sequence, model: this.llamaModel, input: prompt.slice(held),
             sampling: this.sampling.forRequest(request, prompt, held),
-            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier, costs: this.costs
+            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier
         });
         return { cachedPromptTokens, tokens: () => generation };
     }
@@ -283,12 +285,7 @@ class LlamaEngine implements Engine {
     private async evaluateLongPrompt(slot: number, prompt: readonly Token[], held: number): Promise<number> {
         const last = prompt.length - 1;
         if (last - held <= promptChunkTokens) return held;
-        const prefillEnded = this.costs.startPrefill(last - held);
-        try {
-            await this.store.evaluate(slot, prompt.slice(held, last));
-        } finally {
-            prefillEnded();
-        }
+        await this.store.evaluate(slot, prompt.slice(held, last));
         return this.store.tokenCount(slot);
     }
 

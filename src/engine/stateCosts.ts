@@ -1,63 +1,45 @@
 /**
  * What saving a slot's state costs against evaluating its tokens again, as measured on this
  * engine. The two differ by model and machine far more than a constant can say: a save writes the
- * whole state (~0.11 ms per token for maple-preview on 2 cores, ~0.4 ms for qwen3-0.6b, whose
+ * whole state (~0.11 ms per token for maple-preview on 2 cores, ~0.05–0.4 ms for qwen3-0.6b, whose
  * state per token is ~3× larger), while evaluating a token costs ~11 ms on maple-preview and
- * ~2 ms on qwen3-0.6b. With one fixed threshold, maple-preview's chat turns (~30 new tokens)
+ * 7–15 ms on qwen3-0.6b. With one fixed threshold, maple-preview's chat turns (~30 new tokens)
  * were never saved and each next turn evaluated two turns again.
  *
- * A prompt's figure is the lowest of its recent samples: one evaluated beside other work (it
- * shares its batch with others) only ever overstates its cost. A save's is the median of its
- * recent samples, each timed from when it held the context lock (see timeNativeSaves): on an
- * agents run (qwen3-0.6b, 2 cores) saves took 40–430 ms, 281 ms on average, during which no slot
- * decodes; judged by the fastest sample, 20–24 turn states were saved, each costing more than it
- * spared.
+ * Both figures are medians of recent samples, each timed at llama.cpp's own call, so that neither
+ * counts its wait for the context: a save from when it holds the lock (see timeNativeSaves), a
+ * prompt's tokens by the batches that evaluated them (see timeNativeBatches). On an agents run
+ * (qwen3-0.6b, 2 cores) saves took 40–430 ms, 281 ms on average, during which no slot decodes:
+ * judged by the fastest sample, 20–24 turn states were saved, each costing more than it spared.
+ * Prompts timed from the JS side were charged for the other slots' prompts they waited beside
+ * (1.46 ms a token where their batches cost ~12), and the turns they would have spared were not
+ * saved. Small batches cost more a token than large ones (qwen3-0.6b, 4 sequences: 7.1 ms in a
+ * 2,564-token batch, 11.8 ms in 4 × 35, 14.3 ms in 4 × 8): the median sits between the cold
+ * preambles and the short tails a save spares.
  */
 export class StateCosts {
     private readonly saveMs = new RecentSamples(recentSamples);
-    private readonly prefillMs = new RecentSamples(recentSamples);
-    private readonly prefills = new Set<PrefillSample>();
-
-    /** `now`: milliseconds on a monotonic clock (a test's own clock). */
-    constructor(private readonly now: () => number = () => performance.now()) {}
+    private readonly batchMs = new RecentSamples(recentSamples);
 
     /** A save of `tokens` tokens took `ms` (its own time, not its wait for the context). */
     noteSave(tokens: number, ms: number): void {
         if (tokens >= minimumSampleTokens) this.saveMs.add(ms / tokens);
     }
 
-    /**
-     * A prompt evaluation of `tokens` tokens begins; call the returned function when it ends.
-     * Prompts evaluated at the same time share batches, so each is charged per token of all of
-     * them that were in flight together.
-     */
-    startPrefill(tokens: number): () => void {
-        const sample: PrefillSample = { tokens, batchTokens: 0, startedAt: this.now() };
-        this.prefills.add(sample);
-        const inFlight = [...this.prefills].reduce((sum, prefill) => sum + prefill.tokens, 0);
-        for (const prefill of this.prefills) prefill.batchTokens = Math.max(prefill.batchTokens, inFlight);
-        return () => {
-            this.prefills.delete(sample);
-            if (tokens >= minimumSampleTokens) this.prefillMs.add((this.now() - sample.startedAt) / sample.batchTokens);
-        };
+    /** llama.cpp decoded a batch of `tokens` tokens (prompts' and generated ones) in `ms`. */
+    noteBatch(tokens: number, ms: number): void {
+        if (tokens >= minimumSampleTokens) this.batchMs.add(ms / tokens);
     }
 
     /** Saving a token costs this share of evaluating it again; `fallback` until both were measured. */
     saveToPrefillRatio(fallback: number): number {
         const save = this.saveMs.median;
-        const prefill = this.prefillMs.minimum;
+        const prefill = this.batchMs.median;
         return save === undefined || prefill === undefined || prefill <= 0 ? fallback : save / prefill;
     }
 }
 
-interface PrefillSample {
-    tokens: number;
-    /** The most prompt tokens in flight at once while this one was. */
-    batchTokens: number;
-    startedAt: number;
-}
-
-/** Samples of fewer tokens are mostly fixed overhead (a graph, a sampling), not per-token cost. */
+/** Samples of fewer tokens are mostly fixed overhead (a graph, a sampling), not per-token cost: generation steps, one token a slot. */
 const minimumSampleTokens = 16;
 const recentSamples = 16;
 
@@ -71,10 +53,6 @@ class RecentSamples {
         if (!Number.isFinite(sample)) return;
         this.samples.push(sample);
         if (this.samples.length > this.capacity) this.samples.shift();
-    }
-
-    get minimum(): number | undefined {
-        return this.samples.length === 0 ? undefined : Math.min(...this.samples);
     }
 
     /** The middle sample (the upper of the two middle ones for an even count). */

@@ -180,6 +180,13 @@ export interface PromptCacheReport {
     limitBytes: Record<PromptCacheTier, number>;
     /** Restore durations (seconds) since the last call: each is reported once. */
     takeRestoreSeconds(): number[];
+    /** What the save rule weighs now (docs/prompt-cache.md, "When a save pays"). */
+    saveRule: {
+        /** Saving a token costs this share of evaluating it again, as measured. */
+        saveToPrefillRatio: number;
+        /** The share of slots' states that were wanted again after their slots were reused. */
+        returnShare: number;
+    };
 }
 
 export interface Engine {

@@ -181,6 +181,19 @@ export class MapleMetrics {
         };
         tierGauge("maple:prompt_cache_bytes", "Bytes of saved states held, by tier and model.", (report) => report.bytes);
         tierGauge("maple:prompt_cache_limit_bytes", "The bound of each tier (MAPLE_CACHE_RAM, MAPLE_CACHE_DISK); 0 when off, by model.", (report) => report.limitBytes);
+        const modelGauge = (name: string, help: string, pick: (report: PromptCacheReport) => number): void => {
+            new Gauge({
+                name, help, labelNames: ["model"] as const, registers,
+                collect() {
+                    this.reset();
+                    for (const { model, promptCache } of readModels()) if (promptCache !== undefined) this.set({ model }, pick(promptCache));
+                }
+            });
+        };
+        modelGauge("maple:prompt_cache_save_to_prefill_ratio", "What saving a token's state costs as a share of evaluating it again, as measured, by model.",
+            (report) => report.saveRule.saveToPrefillRatio);
+        modelGauge("maple:prompt_cache_return_share", "The share of slots' states wanted again after their slots were reused (what a save is weighed by), by model.",
+            (report) => report.saveRule.returnShare);
         const restoreSeconds = new ModelHistogram({
             name: "maple:prompt_cache_restore_seconds", help: "Time to restore a saved state into a slot (checksum check included for disk entries), by model.",
             buckets: restoreBuckets, registers

@@ -28,10 +28,10 @@ export class CacheReport {
         }
     }
 
-    snapshot(bytes: PromptCacheReport["bytes"], limitBytes: PromptCacheReport["limitBytes"]): PromptCacheReport {
+    snapshot(bytes: PromptCacheReport["bytes"], limitBytes: PromptCacheReport["limitBytes"], saveRule: PromptCacheReport["saveRule"]): PromptCacheReport {
         const counts = structuredClone(this.counts);
         return {
-            ...counts, bytes, limitBytes,
+            ...counts, bytes, limitBytes, saveRule,
             takeRestoreSeconds: () => {
                 const taken = this.restoreSeconds;
                 this.restoreSeconds = [];

@@ -39,7 +39,7 @@ export function nextUse(): number {
     return clock;
 }
 
-export function sharedPrefixLength(cached: readonly number[], prompt: readonly number[], limit: number): number {
+export function sharedPrefixLength(cached: ArrayLike<number>, prompt: ArrayLike<number>, limit: number): number {
     const end = Math.min(cached.length, limit);
     let shared = 0;
     while (shared < end && cached[shared] === prompt[shared]) shared += 1;

@@ -26,11 +26,12 @@ export function turnPrefixOf(prompt: readonly number[], nextTurnPrefix: number |
 
 /**
  * Whether to save a slot holding `held` tokens, `unsaved` of them in no saved entry: when
- * evaluating those again would cost more than writing the whole state (`saveToPrefillRatio`, as
- * measured), and they are enough for a restore of the entry to be chosen over the older one.
+ * evaluating those again, as often as states like it return (`returnShare`, see ReturnOdds),
+ * would cost more than writing the whole state (`saveToPrefillRatio`, as measured), and they are
+ * enough for a restore of the entry to be chosen over the older one.
  */
-export function worthSaving(unsaved: number, held: number, saveToPrefillRatio: number): boolean {
-    return unsaved >= minimumRestoreGain && unsaved >= held * saveToPrefillRatio;
+export function worthSaving(unsaved: number, held: number, saveToPrefillRatio: number, returnShare = 1): boolean {
+    return unsaved >= minimumRestoreGain && unsaved * returnShare >= held * saveToPrefillRatio;
 }
 
 /**

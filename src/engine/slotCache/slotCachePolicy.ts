@@ -5,6 +5,7 @@ import {
     defaultSaveToPrefillRatio, minimumRestoreGain, minimumSavedTokens, mostErased, restoreGains, reuseCost, savePlan, turnPrefixOf, worthSaving
 } from "./cacheRules.js";
 import { mostReusedSlotStrategy } from "./mostReusedSlotStrategy.js";
+import { ReturnOdds } from "./returnOdds.js";
 import type { SlotStore } from "./slotStore.js";
 
 export interface SlotCachePolicyOptions {
@@ -50,9 +51,13 @@ export class SlotCachePolicy {
      * preamble cold.
      */
     private readonly preamblesSaving = new Map<string, Promise<void>>();
+    /** How often a slot's state is wanted again after its slot is reused: what a turn state's save is worth. */
+    private readonly returns: ReturnOdds;
 
     constructor(private readonly options: SlotCachePolicyOptions) {
         this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
+        // Settled after two slots' worth of others left: an agents run's finished sessions count as gone within a few new ones.
+        this.returns = new ReturnOdds(minimumRestoreGain, Math.max(minimumSettleAfter, 2 * options.store.slots));
     }
 
     /**
@@ -106,11 +111,16 @@ export class SlotCachePolicy {
         const memory = this.memoryOf(slot);
         const limit = prompt.length - 1;
         if (cache !== undefined) {
+            this.returns.arrived(prompt);
             const kept = this.reusablePrefix(slot, prompt, limit);
             const held = store.tokenCount(slot);
-            const worth = worthSaving(held - this.savedLength(slot), held, this.saveToPrefillRatio());
+            const savedLength = this.savedLength(slot);
+            const worth = worthSaving(held - savedLength, held, this.saveToPrefillRatio(), this.returns.share);
+            const leaving = mostErased(kept, held);
+            // What a save of it would spare beyond the entries held already (another session's preamble, say).
+            if (leaving) this.returns.left(store.tokens(slot), Math.max(savedLength, cache.longestMatch(store.tokens(slot), held, undefined)?.shared ?? 0));
             // Started before anything is awaited, so that the request wanting it finds it pending.
-            let saving = worth && mostErased(kept, held) ? this.saveSlot(slot, cache, kept) : undefined;
+            let saving = worth && leaving ? this.saveSlot(slot, cache, kept) : undefined;
             await this.savesServing(prompt, kept + minimumRestoreGain, saving);
             const match = cache.longestMatch(prompt, limit, key);
             const restore = match !== undefined && restoreGains(match.shared, kept) ? match.entry : undefined;
@@ -148,13 +158,8 @@ export class SlotCachePolicy {
      * tokens the slot then holds.
      */
     private async evaluateTo(slot: number, prompt: readonly number[], from: number, to: number): Promise<number> {
-        const { store, costs } = this.options;
-        const prefillEnded = costs.startPrefill(to - from);
-        try {
-            await store.evaluate(slot, prompt.slice(from, to));
-        } finally {
-            prefillEnded();
-        }
+        const { store } = this.options;
+        await store.evaluate(slot, prompt.slice(from, to));
         const held = Math.min(store.tokenCount(slot), sharedPrefixLength(store.tokens(slot), prompt, to));
         if (held === to) await store.checkpoint?.(slot);
         return held;
@@ -188,6 +193,11 @@ export class SlotCachePolicy {
     private reuseCost(slot: number, prompt: readonly number[]): number {
         const kept = Math.max(this.cachedPrefixLength(slot, prompt), this.savedLength(slot));
         return reuseCost(this.options.store.tokenCount(slot), kept, this.options.cache === undefined ? undefined : this.saveToPrefillRatio());
+    }
+
+    /** What a turn state's save is weighed by now (see worthSaving), for /metrics. */
+    saveRule(): { saveToPrefillRatio: number; returnShare: number } {
+        return { saveToPrefillRatio: this.saveToPrefillRatio(), returnShare: this.returns.share };
     }
 
     private saveToPrefillRatio(): number {
@@ -294,6 +304,9 @@ export class SlotCachePolicy {
         return memory;
     }
 }
+
+/** Departures after which one not back counts as gone (see ReturnOdds), with few slots. */
+const minimumSettleAfter = 8;
 
 /** A preamble's identity among those being saved: its length and tokens. */
 function preambleKey(prompt: readonly number[], preamble: number): string {
