@@ -157,9 +157,10 @@ describe("prompt cache bounds, keys, concurrency and metrics", () => {
         // The most recent conversations come back from the cache; the oldest was evicted.
         assert.equal(cached(await complete(server, [...conversation(107, turnLength), 5000], { max_tokens: 1 })), turnLength);
         assert.equal(cached(await complete(server, [...conversation(100, turnLength), 5000], { max_tokens: 1 })), 0);
-        // Both conversations came back after their slots were reused (100's even though its entry was evicted), none other settled as gone.
+        // Both conversations came back after their slots were reused (100's even though its entry was evicted);
+        // at most one other (101) is as old as the 8 departures after which one counts as gone: (2 + 1) / (2 + 1 + 2) at least.
         const rule = await metrics(server);
-        assert.ok(rule.value("maple:prompt_cache_return_share", {}) > 0.7, "the return share counts the conversations that came back");
+        assert.ok(rule.value("maple:prompt_cache_return_share", {}) >= 0.6, "the return share counts the conversations that came back");
         // Measured, not the fallback of a tenth until a save and a batch were timed.
         const ratio = rule.value("maple:prompt_cache_save_to_prefill_ratio", {});
         assert.ok(ratio > 0 && ratio !== 0.1, `save-to-prefill ratio ${ratio}`);
