@@ -12,8 +12,8 @@ import { sharedPrefixLength } from "../promptCache/cacheTier.js";
  * with it than the saved entries held of it when it left (what a restore of it would spare), and
  * as gone once `settleAfter` later departures have passed without that; a gone departure still
  * kept (the last `kept`) that returns after all counts as returned, as twelve conversations on
- * four slots do, each after ~11 others left. Until any settle, and mixed
- * into the few that have, the odds are even (a Beta(1, 1) prior).
+ * four slots do, each after ~11 others left. Until any settle, and mixed into the few that have,
+ * the odds are even (a Beta(1, 1) prior).
  */
 export class ReturnOdds {
     private readonly departures: Departure[] = [];

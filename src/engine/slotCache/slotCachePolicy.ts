@@ -117,8 +117,11 @@ export class SlotCachePolicy {
             const savedLength = this.savedLength(slot);
             const worth = worthSaving(held - savedLength, held, this.saveToPrefillRatio(), this.returns.share);
             const leaving = mostErased(kept, held);
-            // What a save of it would spare beyond the entries held already (another session's preamble, say).
-            if (leaving) this.returns.left(store.tokens(slot), Math.max(savedLength, cache.longestMatch(store.tokens(slot), held, undefined)?.shared ?? 0));
+            if (leaving) {
+                const tokens = store.tokens(slot);
+                // What a save of it would spare beyond the entries held already (another session's preamble, say).
+                this.returns.left(tokens, Math.max(savedLength, cache.longestMatch(tokens, held, undefined)?.shared ?? 0));
+            }
             // Started before anything is awaited, so that the request wanting it finds it pending.
             let saving = worth && leaving ? this.saveSlot(slot, cache, kept) : undefined;
             await this.savesServing(prompt, kept + minimumRestoreGain, saving);
