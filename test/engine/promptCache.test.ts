@@ -42,7 +42,7 @@ describe("the prompt cache's saves", () => {
         await cache.dispose();
     });
 
-    it("keeps entries a save does not supersede: another conversation's, one being restored, and any on a sliding-window model", async () => {
+    it("keeps entries a save does not supersede: another conversation's, and one being restored", async () => {
         const cache = await openCache();
         const other = await cache.save([7, 7, 7], undefined, writeBytes(100));
         const restoring = await cache.save(turn(50), undefined, writeBytes(500));
@@ -55,12 +55,26 @@ describe("the prompt cache's saves", () => {
         release();
         assert.ok(await loading);
         await cache.dispose();
+    });
 
-        const windowed = await openCache(128);
-        const short = await windowed.save(turn(200), undefined, writeBytes(200));
-        assert.ok(short !== undefined);
-        await windowed.save(turn(300), undefined, writeBytes(300));
-        assert.ok(existsSync(short.file) && windowed.holds(short));
-        await windowed.dispose();
+    it("on a sliding-window model, supersedes only the same conversation's turn states: preambles and other conversations' stay", async () => {
+        const cache = await openCache(128);
+        const preamble = await cache.save(turn(150), undefined, writeBytes(150), { preamble: true });
+        // Another conversation's state that the new one extends (a fork under another key) stays too.
+        const otherConversation = await cache.save(turn(200), "a", writeBytes(200));
+        const ownTurn = await cache.save(turn(220), "b", writeBytes(220));
+        assert.ok(preamble !== undefined && otherConversation !== undefined && ownTurn !== undefined);
+        let ownTurnFileAtWrite: boolean | undefined;
+        const next = await cache.save(turn(300), "b", async (file) => {
+            ownTurnFileAtWrite = existsSync(ownTurn.file);
+            return writeBytes(300)(file);
+        });
+        assert.equal(ownTurnFileAtWrite, false);
+        assert.ok(next !== undefined && cache.holds(next) && !cache.holds(ownTurn));
+        assert.ok(existsSync(preamble.file) && cache.holds(preamble));
+        assert.ok(existsSync(otherConversation.file) && cache.holds(otherConversation));
+        // Cut back inside the old turns, the new entry does not serve a prompt exactly: the preamble's entry does.
+        assert.equal(cache.longestMatch([...turn(180), 9999], 181, "b")?.entry, preamble);
+        await cache.dispose();
     });
 });

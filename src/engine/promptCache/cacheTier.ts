@@ -99,7 +99,7 @@ export class CacheTier {
             if (sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) < other.tokens.length) continue;
             // Extending a restored entry is the same conversation going on: it inherits the proof.
             if (other.proven === true) entry.proven = true;
-            if (this.droppable(other)) void this.delete(other, false);
+            if (this.droppable(other, entry.key)) void this.delete(other, false);
         }
         this.entries.set(entry.id, entry);
         this.heldBytes += entry.bytes;
@@ -114,16 +114,27 @@ export class CacheTier {
      * MB (a save of 80 MB 200–350 ms against 30–45 ms into memory just freed; see bench/README).
      * Returns whether one of them was proven, which the new entry inherits.
      */
-    async dropSuperseded(tokens: readonly number[]): Promise<boolean> {
+    async dropSuperseded(tokens: readonly number[], key: string | undefined): Promise<boolean> {
         const superseded = [...this.entries.values()].filter((other) =>
-            this.droppable(other) && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length);
+            this.droppable(other, key) && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length);
         await Promise.all(superseded.map((other) => this.delete(other, false)));
         return superseded.some((other) => other.proven === true);
     }
 
-    /** Whether an entry a new one extends may be dropped: not while it is being restored, nor when a sliding window keeps the new one from serving the prompts it serves. */
-    private droppable(other: CacheEntry): boolean {
-        return this.slidingWindow === 0 && other.pins === 0;
+    /**
+     * Whether an entry that a new one (of conversation `key`) extends may be dropped: never while
+     * it is being restored. Without a sliding window the new one serves every prompt the old one
+     * did. With one, it does not (a prompt leaving it between the two ends, an edited last
+     * message, is served from the preamble's entry or the slot's checkpoints instead), but the
+     * same conversation's turn state is dropped all the same, as llama-server drops every cached
+     * prompt a new one contains: on a VM that hands freed memory back to its host, a save into
+     * memory freed a while ago took 120–390 ms for maple-preview's 26 MB states against ~22 ms
+     * into memory just freed, under the context lock that stalls every slot. Preambles' entries
+     * and other conversations' stay.
+     */
+    private droppable(other: CacheEntry, key: string | undefined): boolean {
+        if (other.pins > 0) return false;
+        return this.slidingWindow === 0 || (other.preamble !== true && other.key === key);
     }
 
     /** The entry sharing the longest prefix with `prompt` (at most `limit` tokens); on a tie, the request's own conversation's, then the most recent. */

@@ -123,7 +123,7 @@ export class PromptCache {
         const target = this.ram ?? this.disk!;
         const staged = this.ram === undefined;
         const file = staged ? join(target.dir, `${id}.staged`) : join(target.dir, `${id}.state`);
-        const proven = staged ? false : await this.ram!.dropSuperseded(tokens);
+        const proven = staged ? false : await this.ram!.dropSuperseded(tokens, key);
         const bytes = await write(file).catch(async (error: unknown) => {
             await rm(file, { force: true });
             throw error;
