@@ -7,7 +7,7 @@
  *   node dist/bench/promptCache.js [--model qwen3-0.6b] [--workload conversations|mixed|agents|restart]
  *       [--conversations 12] [--rounds 3] [--system-tokens 600] [--parallel 4] [--threads 2]
  *       [--context-size 4096] [--turns 1] [--cache-ram MIB] [--contenders llama-server,maple,maple-nocache]
- *       [--agent-kinds 3] [--sessions 4]
+ *       [--agent-kinds 3] [--sessions 4] [--swa-full]
  *
  * conversations: each conversation has its own ~600-token system prompt and grows by one short
  *   user turn per round; every round sends all conversations at once; 1 token generated, so the
@@ -17,8 +17,7 @@
  *   `--parallel` at a time (each session: a first message, then one follow-up turn). No session
  *   repeats another's first message, so a session's preamble is all it can reuse from others.
  *   Reports the total time, the share of each new session's first prompt read from the cache,
- *   and of all prompts. llama-server runs with its default flags here (no --swa-full: its
- *   windowed cache with context checkpoints), as an agent user would run it.
+ *   and of all prompts.
  * mixed: one request, then four at once (five distinct prompts over four slots), then each of
  *   the five again plus a turn; reports the second batch's wall time.
  * blocking (Maple only, 2 slots): one stream decodes while the other slot runs A, B (A saved),
@@ -26,6 +25,9 @@
  *   step and its longest gap while each request ran (a save or restore, against a cold prefill).
  * restart (Maple only): conversations' first round, a graceful stop, a restart on the same disk
  *   tier, then a known conversation's next turn against a cold one of the same length.
+ * Both servers run their default cache on a sliding-window model (llama-server without
+ * --swa-full: its windowed cache with context checkpoints; Maple's windowed cache), as a user
+ * would run them; `--swa-full` runs both with the full cache instead (MAPLE_SWA_FULL=true).
  * Maple's RSS at the end of a run, its tmpfs bytes, and its restore cost per 1k tokens (from
  * /metrics) are printed too.
  */
@@ -54,7 +56,8 @@ const { values } = parseArgs({
         "cache-ram": { type: "string" },
         contenders: { type: "string", default: "llama-server,maple" },
         "agent-kinds": { type: "string", default: "3" },
-        sessions: { type: "string", default: "4" }
+        sessions: { type: "string", default: "4" },
+        "swa-full": { type: "boolean", default: false }
     }
 });
 const conversations = Number(values.conversations);
@@ -80,14 +83,14 @@ async function start(contender: Contender, extraEnv: Record<string, string> = {}
     if (contender === "llama-server") {
         const tools = await ensureLlamaCppTools();
         child = spawn(tools.server, ["-m", model.path, "-t", String(threads), "-tb", String(threads), "-c", String(contextSize * parallel),
-            "-np", String(parallel), ...(values.workload === "agents" ? [] : ["--swa-full"]), "--port", String(port), "--host", "127.0.0.1", "--no-webui",
+            "-np", String(parallel), ...(values["swa-full"] ? ["--swa-full"] : []), "--port", String(port), "--host", "127.0.0.1", "--no-webui",
             // The same bound on both sides when one is given (llama-server's default is 8192 MiB).
             ...(values["cache-ram"] === undefined ? [] : ["--cache-ram", values["cache-ram"]])], { stdio: "ignore" });
     } else {
         const cacheRam = contender === "maple-nocache" ? "0" : values["cache-ram"];
         child = spawn(process.execPath, [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path, "--port", String(port), "--threads", String(threads),
             "--parallel", String(slots), "--context-size", String(contextSize), "--log-level", "warn"],
-        { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, MAPLE_QUEUE_TIMEOUT: "3600", ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
+        { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, MAPLE_QUEUE_TIMEOUT: "3600", ...(values["swa-full"] ? { MAPLE_SWA_FULL: "true" } : {}), ...(cacheRam === undefined ? {} : { MAPLE_CACHE_RAM: cacheRam }), ...extraEnv } });
     }
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, child);
