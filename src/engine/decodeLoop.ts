@@ -26,6 +26,11 @@ export interface DecodeOptions {
     maxTokens: number;
     signal: AbortSignal;
     barrier: StepBarrier;
+    /**
+     * Run once the prompt is evaluated, before the first generated token is: only when the
+     * generation goes on past the prompt (a checkpoint of the slot as the prompt left it).
+     */
+    afterPrompt?: () => Promise<void>;
 }
 
 /**
@@ -42,7 +47,7 @@ export interface DecodeOptions {
  * saw) steps only after the consumer has seen the token before.
  */
 export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
-    const { slot, sequence, model, input, sampling, maxTokens, signal, barrier } = options;
+    const { slot, sequence, model, input, sampling, maxTokens, signal, barrier, afterPrompt } = options;
     const evaluation = sequence.evaluateWithMetadata(input, sampling.metadata, sampling.options);
     type Step = IteratorResult<EvaluationOutput | undefined, void>;
     const nextStep = async (): Promise<Step> => {
@@ -68,6 +73,7 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
             const last = generated >= maxTokens
                 // The sampled token still has to be evaluated: stop while it fits in the slot.
                 || sequence.nextTokenIndex + 1 >= sequence.contextSize;
+            if (generated === 1 && !last && afterPrompt !== undefined) await afterPrompt();
             if (!last && !sampling.followsConsumer) {
                 inFlight = nextStep();
                 // Handled now, awaited after the yield: a failure while the consumer holds the

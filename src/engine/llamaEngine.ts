@@ -267,12 +267,15 @@ class LlamaEngine implements Engine {
     async generateOnSlot(slot: number, request: GenerationRequest): Promise<GenerationStream> {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
-        const { cached: cachedPromptTokens, held: prepared } = await this.policy.prepare(slot, prompt, request.cacheKey, request.nextTurnPrefix, request.preambleTokens);
+        const { cached: cachedPromptTokens, held: prepared, checkpointAfterPrompt } = await this.policy.prepare(slot, prompt, request.cacheKey,
+            request.nextTurnPrefix, request.preambleTokens);
         const held = await this.evaluateLongPrompt(slot, prompt, prepared);
+        const checkpoint = this.store.checkpoint;
         const generation = decodeLoop({
             slot, sequence, model: this.llamaModel, input: prompt.slice(held),
             sampling: this.sampling.forRequest(request, prompt, held),
-            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier
+            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier,
+            afterPrompt: checkpointAfterPrompt && checkpoint !== undefined ? () => checkpoint(slot) : undefined
         });
         return { cachedPromptTokens, tokens: () => generation };
     }

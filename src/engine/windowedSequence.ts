@@ -27,7 +27,7 @@ interface SequenceInternals {
  * (the next token would attend to fewer cells than it should); and it restores a checkpoint only
  * when the removal fails. So Maple decides the cut itself: `exactCut` says how far back a slot
  * can go exactly, and `cutTo` goes there by removing cells only when that is exact, else by
- * restoring the checkpoint that ends there (the same internal calls node-llama-cpp's
+ * restoring a checkpoint that serves the cut (the same internal calls node-llama-cpp's
  * `eraseContextTokenRanges` makes). Re-check both when upgrading node-llama-cpp.
  */
 export class WindowedSequence {
@@ -54,13 +54,25 @@ export class WindowedSequence {
         return (this.internals._checkpoints?._checkpoints ?? []).map(([, checkpoint]) => checkpoint);
     }
 
+    /**
+     * Whether a checkpoint serves a cut to `length` tokens exactly: it reaches the cut, and holds
+     * every sliding-window cell the next position attends to (from length − window + 1 on). So a
+     * checkpoint taken once a prompt is evaluated also serves a cut a few tokens before its end,
+     * where the next turn leaves the prompt: node-llama-cpp's `restoreCheckpoint` puts its cells
+     * back and removes those from the cut on.
+     */
+    private checkpointServes(checkpoint: Checkpoint, length: number): boolean {
+        return checkpoint.maxPos + 1 >= length && checkpoint.minPos <= Math.max(0, length - this.window + 1);
+    }
+
     /** The most tokens, at most `length`, the slot can be cut back to exactly. */
     exactCut(length: number): number {
         if (length <= 0) return 0;
         if (this.cellsServe(length)) return length;
         let best = 0;
         for (const checkpoint of this.checkpoints()) {
-            if (checkpoint.maxPos + 1 <= length && checkpoint.maxPos + 1 > best) best = checkpoint.maxPos + 1;
+            const cut = Math.min(length, checkpoint.maxPos + 1);
+            if (cut > best && this.checkpointServes(checkpoint, cut)) best = cut;
         }
         return best;
     }
@@ -78,7 +90,10 @@ export class WindowedSequence {
             await sequence.eraseContextTokenRanges([{ start: length, end: held }]);
             return;
         }
-        const checkpoint = length <= 0 ? undefined : this.checkpoints().findLast((candidate) => candidate.maxPos === length - 1);
+        // The one reaching least past the cut: it was taken closest to it.
+        const checkpoint = length <= 0 ? undefined : this.checkpoints()
+            .filter((candidate) => this.checkpointServes(candidate, length))
+            .reduce<Checkpoint | undefined>((best, candidate) => (best === undefined || candidate.maxPos < best.maxPos ? candidate : best), undefined);
         const internals = this.internals;
         const context = internals._context?._ctx;
         if (checkpoint !== undefined && context?.restoreCheckpoint !== undefined && internals._contextTokens !== undefined && internals._sequenceId !== undefined) {

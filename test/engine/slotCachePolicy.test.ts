@@ -240,12 +240,12 @@ describe("SlotCachePolicy: shared-prefix states", () => {
     it("evaluates the prompt up to its preamble, saves that state once, and a later session restores it", async () => {
         const { store, policy, cache } = await setUp(2, { slidingWindow: 128 });
         const first = await policy.prepare(0, session(1), undefined, undefined, 300);
-        assert.deepEqual(first, { cached: 0, held: 300 });
+        assert.deepEqual(first, { cached: 0, held: 300, checkpointAfterPrompt: false });
         assert.deepEqual(store.saves.map((saved) => saved.length), [300]);
         assert.equal(cache!.longestMatch(session(2), 300, undefined)?.shared, 300);
         // The same preamble again, in the other slot: restored, and not saved a second time.
         const second = await policy.prepare(1, session(2), undefined, undefined, 300);
-        assert.deepEqual(second, { cached: 300, held: 300 });
+        assert.deepEqual(second, { cached: 300, held: 300, checkpointAfterPrompt: false });
         assert.equal(store.loads, 1);
         assert.equal(store.saves.length, 1);
     });
@@ -254,8 +254,8 @@ describe("SlotCachePolicy: shared-prefix states", () => {
         const { store, policy } = await setUp(2, { slidingWindow: 128 });
         const [first, second] = await Promise.all([policy.prepare(0, session(1), undefined, undefined, 300), policy.prepare(1, session(2), undefined, undefined, 300)]);
         assert.equal(store.saves.filter((saved) => saved.length === 300).length, 1);
-        assert.deepEqual(first, { cached: 0, held: 300 });
-        assert.deepEqual(second, { cached: 300, held: 300 });
+        assert.deepEqual(first, { cached: 0, held: 300, checkpointAfterPrompt: false });
+        assert.deepEqual(second, { cached: 300, held: 300, checkpointAfterPrompt: false });
         assert.equal(store.loads, 1);
     });
 
@@ -272,14 +272,58 @@ describe("SlotCachePolicy: shared-prefix states", () => {
 
     it("saves nothing without a cache, for a preamble the slot holds already, or one that leaves no token to evaluate", async () => {
         const none = await setUp(1, { cache: false });
-        assert.deepEqual(await none.policy.prepare(0, session(1), undefined, undefined, 300), { cached: 0, held: 0 });
+        assert.deepEqual(await none.policy.prepare(0, session(1), undefined, undefined, 300), { cached: 0, held: 0, checkpointAfterPrompt: false });
         const { store, policy } = await setUp(1, { slidingWindow: 128 });
         store.held[0] = session(1).slice(0, 320);
-        assert.deepEqual(await policy.prepare(0, session(1), undefined, undefined, 300), { cached: 320, held: 320 });
+        assert.deepEqual(await policy.prepare(0, session(1), undefined, undefined, 300), { cached: 320, held: 320, checkpointAfterPrompt: false });
         assert.equal(store.saves.length, 0);
         const short = session(3).slice(0, 301);
         store.held[0] = [];
-        assert.deepEqual(await policy.prepare(0, short, undefined, undefined, 301), { cached: 0, held: 0 });
+        assert.deepEqual(await policy.prepare(0, short, undefined, undefined, 301), { cached: 0, held: 0, checkpointAfterPrompt: false });
         assert.equal(store.saves.length, 0);
+    });
+});
+
+describe("SlotCachePolicy: turn boundaries on the windowed cache", () => {
+    /** A store whose slots keep checkpoints (the windowed sliding-window cache): records what was evaluated and where checkpoints were kept. */
+    class CheckpointingStore extends FakeSlotStore {
+        readonly evaluated: number[] = [];
+        readonly checkpoints: number[] = [];
+
+        override async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
+            this.evaluated.push(tokens.length);
+            await super.evaluate(slot, tokens);
+        }
+
+        async checkpoint(slot: number): Promise<void> {
+            await Promise.resolve();
+            this.checkpoints.push(this.tokenCount(slot));
+        }
+    }
+
+    const policyOver = (store: FakeSlotStore): SlotCachePolicy => new SlotCachePolicy({ store, cache: undefined, slidingWindow: 128, costs: new StateCosts() });
+
+    it("leaves a boundary near the prompt's end to a checkpoint once the prompt is evaluated: one evaluation, not two", async () => {
+        const store = new CheckpointingStore(1);
+        const prompt = conversation(1, 200);
+        // A chat prompt's next turn leaves it at the assistant header, a few tokens before its end.
+        assert.deepEqual(await policyOver(store).prepare(0, prompt, undefined, 196), { cached: 0, held: 0, checkpointAfterPrompt: true });
+        assert.deepEqual(store.evaluated, []);
+        assert.deepEqual(store.checkpoints, []);
+    });
+
+    it("evaluates to a boundary far before the end and keeps a checkpoint there", async () => {
+        const store = new CheckpointingStore(1);
+        const prompt = conversation(1, 200);
+        assert.deepEqual(await policyOver(store).prepare(0, prompt, undefined, 100), { cached: 0, held: 100, checkpointAfterPrompt: false });
+        assert.deepEqual(store.evaluated, [100]);
+        assert.deepEqual(store.checkpoints, [100]);
+    });
+
+    it("keeps no checkpoint for a boundary the slot holds already", async () => {
+        const store = new CheckpointingStore(1);
+        const prompt = conversation(1, 200);
+        store.held[0] = prompt.slice(0, 198);
+        assert.deepEqual(await policyOver(store).prepare(0, prompt, undefined, 196), { cached: 198, held: 198, checkpointAfterPrompt: false });
     });
 });

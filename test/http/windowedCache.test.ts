@@ -6,8 +6,8 @@ import { startTestServer, type TestServer } from "../helpers/testServer.js";
 /**
  * maple-tiny with the windowed sliding-window cache (the default; window 128, and 768 cells a
  * slot in its sliding layers): a conversation whose answer ran far past those cells still comes
- * back to the slot cut exactly where its next turn leaves it, from the checkpoint kept there, and
- * answers as a slot that never held the long answer does.
+ * back to the slot cut exactly where its next turn leaves it, from the checkpoint kept once its
+ * prompt was evaluated, and answers as a slot that never held the long answer does.
  */
 
 interface CompletionWire {
@@ -27,27 +27,26 @@ const serverOf = (overrides: Partial<MapleConfig> = {}): Promise<TestServer> =>
 describe("windowed sliding-window cache (maple-tiny)", () => {
     const prompt = conversation(1, 300);
     const next = [...prompt, ...conversation(2, 30)];
-    // A completion's next turn leaves it four tokens before its end (no template to tell).
-    const turnPrefix = prompt.length - 4;
-
     it("a next turn after a long answer is cut back to its checkpoint exactly", async () => {
         const reference = await serverOf();
         let expected: string[];
         try {
-            // The slot holds the prompt up to the turn boundary, then other tokens: cut back there by its own cells.
-            await complete(reference, [...prompt.slice(0, turnPrefix), ...conversation(3, 4)], 1);
+            // The slot holds the prompt, then other tokens: cut back to the prompt by its own cells.
+            await complete(reference, [...prompt, ...conversation(3, 4)], 1);
             const answer = await complete(reference, next, 12);
-            assert.equal(answer.usage.prompt_tokens_details.cached_tokens, turnPrefix);
+            assert.equal(answer.usage.prompt_tokens_details.cached_tokens, prompt.length);
             expected = answer.choices[0]!.logprobs!.tokens;
         } finally {
             await reference.close();
         }
         const server = await serverOf();
         try {
-            // 900 generated tokens: the sliding layers' cells before the turn boundary are long overwritten.
+            // 900 generated tokens: the sliding layers' cells before the prompt's end are long overwritten.
             await complete(server, prompt, 900);
             const answer = await complete(server, next, 12);
-            assert.equal(answer.usage.prompt_tokens_details.cached_tokens, turnPrefix, "restored from the checkpoint, not evaluated again");
+            // A completion's next turn is taken to leave it four tokens before its end (no template
+            // to tell); the checkpoint kept at its end serves the whole prompt.
+            assert.equal(answer.usage.prompt_tokens_details.cached_tokens, prompt.length, "restored from the checkpoint, not evaluated again");
             assert.deepEqual(answer.choices[0]!.logprobs!.tokens, expected);
         } finally {
             await server.close();

@@ -18,6 +18,24 @@ export interface SlotCachePolicyOptions {
     costs: StateCosts;
 }
 
+/** A slot readied for a prompt (see SlotCachePolicy.prepare). */
+export interface PreparedSlot {
+    /** Prompt tokens reused without evaluation (what usage reports). */
+    cached: number;
+    /** Prompt tokens the slot holds now: its generation evaluates the rest. */
+    held: number;
+    /** Whether the generation keeps a checkpoint once the prompt is evaluated (store.checkpoint), for the next turn's cut. */
+    checkpointAfterPrompt: boolean;
+}
+
+/**
+ * How many tokens before a prompt's end a checkpoint taken at its end serves the next turn's cut:
+ * the cut needs the window before it, and llama.cpp's windowed cache holds the window and a batch
+ * of cells (the cut is checked against the checkpoint's oldest cell when it is made). The next turn
+ * leaves a chat prompt at its assistant header, a few tokens before the end.
+ */
+const checkpointReach = 64;
+
 /** What the policy remembers of a slot between its requests. */
 interface SlotMemory {
     /** The conversation key of the last request it served. */
@@ -91,10 +109,11 @@ export class SlotCachePolicy {
      * later sessions restore it (see savePreamble). Returns `cached`, the prompt tokens reused
      * without evaluation (what usage reports), and `held`, the prompt tokens the slot holds now
      * (its generation evaluates the rest). At least one prompt token is always evaluated again,
-     * since sampling needs the logits of the prompt's last position.
+     * since sampling needs the logits of the prompt's last position. With `checkpointAfterPrompt`,
+     * the generation keeps a checkpoint once the prompt is evaluated, if it goes on past it.
      */
     async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
-        preamble?: number): Promise<{ cached: number; held: number }> {
+        preamble?: number): Promise<PreparedSlot> {
         const { cache } = this.options;
         const releasePreamble = cache !== undefined && preamble !== undefined ? await this.claimPreamble(slot, prompt, preamble, cache) : undefined;
         try {
@@ -106,7 +125,7 @@ export class SlotCachePolicy {
 
     /** `prepare`, with `savedPreamble` the preamble this request saves if it pays (it holds the claim to). */
     private async prepareClaimed(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
-        savedPreamble: number | undefined, preamble: number | undefined): Promise<{ cached: number; held: number }> {
+        savedPreamble: number | undefined, preamble: number | undefined): Promise<PreparedSlot> {
         const { store, cache } = this.options;
         const memory = this.memoryOf(slot);
         const limit = prompt.length - 1;
@@ -150,9 +169,17 @@ export class SlotCachePolicy {
         } else if (store.checkpoint !== undefined && preamble !== undefined && preamble > held && preamble < turnPrefix) {
             held = await this.evaluateTo(slot, prompt, held, preamble);
         }
-        // A windowed slot is cut back exactly only where a checkpoint is: keep one where the next turn leaves this prompt.
-        if (store.checkpoint !== undefined && turnPrefix > held && turnPrefix <= limit) held = await this.evaluateTo(slot, prompt, held, turnPrefix);
-        return { cached, held };
+        // A windowed slot is cut back exactly only where its cells or a checkpoint serve (see
+        // WindowedSequence): the next turn needs one where it leaves this prompt. One taken once
+        // the prompt is evaluated serves a cut that close to its end, without evaluating the prompt
+        // in two batches (a second batch of a few tokens per slot: ~0.3 s a round of four on
+        // maple-preview); a cut further back is evaluated to and kept as before.
+        let checkpointAfterPrompt = false;
+        if (store.checkpoint !== undefined && turnPrefix > held && turnPrefix <= limit) {
+            if (prompt.length - turnPrefix <= checkpointReach) checkpointAfterPrompt = true;
+            else held = await this.evaluateTo(slot, prompt, held, turnPrefix);
+        }
+        return { cached, held, checkpointAfterPrompt };
     }
 
     /**
