@@ -1,33 +1,43 @@
 #!/usr/bin/env node
-// Patches node-llama-cpp 3.22.1 (pinned) where a sampling error inside a decode batch is lost:
-// LlamaContext.dispatchPendingBatch runs in `void withLock(...)`, so when sampling fails (e.g. a
-// grammar that a logit_bias leaves no token to satisfy) the rejection is unhandled, the process
-// exits, and the waiting request never settles. The patch hands each failed sampling's error to
-// its own sequence's pending decode, as node-llama-cpp already does for decode errors, so the one
-// request fails (500 / in-band error) and the other sequences in the batch carry on.
-// Idempotent; fails loudly if the source does not look as expected (another version).
+// Patches node-llama-cpp 3.22.1 (pinned) after install; idempotent, and loud when the source is
+// not the expected one (another version):
+// - its JS (dist/evaluator/LlamaContext/LlamaContext.js): per-sequence sampling errors, and the
+//   JS half of sampling inside the decode worker (node-llama-cpp/contextHunks.js says why);
+// - its native addon, rebuilt from the source it ships with the native half of that change
+//   (node-llama-cpp/addonHunks.js, node-llama-cpp/buildAddon.js). Where it cannot be rebuilt (no
+//   compiler, another platform, MAPLE_SKIP_ADDON_BUILD=1) the prebuilt addon stays and
+//   node-llama-cpp samples as it ships.
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { buildPatchedAddon } from "./node-llama-cpp/buildAddon.js";
+import { contextPatches } from "./node-llama-cpp/contextHunks.js";
+import { applyHunks } from "./node-llama-cpp/hunks.js";
 
-const marker = "/* maple-patch: per-sequence sampling errors */";
-const original = "                await Promise.all(afterDecodeActionResults);\n";
-const patched = `                ${marker}
-                const settledAfterDecodeActions = await Promise.allSettled(afterDecodeActionResults);
-                settledAfterDecodeActions.forEach((settled, index) => {
-                    if (settled.status === "rejected")
-                        this._dispatchErrorForQueuedDecodesAndDequeue(new Set([afterDecodeActions[index].queuedDecode]), settled.reason);
-                });
-`;
-
+const log = (line) => console.log(`patch-node-llama-cpp: ${line}`);
 const require = createRequire(import.meta.url);
-const entry = require.resolve("node-llama-cpp");
-const file = join(dirname(entry), "evaluator", "LlamaContext", "LlamaContext.js");
-const source = readFileSync(file, "utf8");
-if (source.includes(marker)) process.exit(0);
-if (!source.includes(original)) {
-    console.error(`patch-node-llama-cpp: ${file} does not contain the expected code; is node-llama-cpp still 3.22.1?`);
+const packageDir = dirname(dirname(require.resolve("node-llama-cpp")));
+const contextFile = join(packageDir, "dist", "evaluator", "LlamaContext", "LlamaContext.js");
+
+try {
+    let source = readFileSync(contextFile, "utf8");
+    const missing = contextPatches.filter((patch) => !source.includes(patch.marker));
+    for (const patch of missing) source = applyHunks(source, patch.hunks, contextFile);
+    if (missing.length > 0) {
+        writeFileSync(contextFile, source);
+        log(`patched LlamaContext.js (${missing.map((patch) => patch.marker.replace(/^\/\* maple-patch: | \*\/$/g, "")).join("; ")})`);
+    }
+} catch (error) {
+    console.error(`patch-node-llama-cpp: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
 }
-writeFileSync(file, source.replace(original, patched));
-console.log("patch-node-llama-cpp: per-sequence sampling errors patched into node-llama-cpp");
+// A failed rebuild costs speed, not correctness: it warns and keeps the prebuilt addon.
+if (process.env.MAPLE_SKIP_ADDON_BUILD === "1") log("MAPLE_SKIP_ADDON_BUILD=1: kept the prebuilt addon");
+else {
+    try {
+        log(await buildPatchedAddon({ nodeModules: dirname(packageDir), log }));
+    } catch (error) {
+        const detail = error instanceof Error ? (error.stderr || error.message) : String(error);
+        console.warn(`patch-node-llama-cpp: the addon could not be rebuilt, kept the prebuilt one: ${String(detail).slice(0, 2000)}`);
+    }
+}

@@ -12,7 +12,7 @@ import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
-import { timeNativeBatches } from "./nativeBatches.js";
+import { samplesInsideDecode, timeNativeBatches } from "./nativeBatches.js";
 import { timeNativeSaves } from "./sequenceStateFile.js";
 import { SlotCachePolicy } from "./slotCache/slotCachePolicy.js";
 import { StateCosts } from "./stateCosts.js";
@@ -138,6 +138,11 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             slidingWindow,
             onEvent: (event) => report.record(event)
         });
+        const samplingInDecode = samplesInsideDecode(context);
+        if (!samplingInDecode && llama.gpu === false) {
+            options.onLog?.("warn", "node-llama-cpp's addon is the prebuilt one: each token is sampled in a second native job after the decode; "
+            + "`node scripts/patch-node-llama-cpp.js` rebuilds it (needs g++ and git), its output says why it could not");
+        }
         const loadSeconds = (performance.now() - startedAt) / 1000;
         return new LlamaEngine(llama, model, context, sequences, swaFullCache ? 0 : slidingWindow, cache, report, await describeModel(model, options.modelPath), {
             device: llama.gpu === false ? "cpu" : llama.gpu,
@@ -155,7 +160,8 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             checkpointBytesPerSlot,
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
-                + `${llama.gpu === false ? "cpu" : llama.gpu}`
+                + `${llama.gpu === false ? "cpu" : llama.gpu}${samplingInDecode ? "; sampling in the decode job" : ""}`,
+            samplingInDecode
         });
     } catch (error) {
         await model.dispose();

@@ -55,6 +55,11 @@ export interface RuntimeInfo {
      * prebuilt or built here, and the device (part of the responses' `system_fingerprint`).
      */
     engineBuild: string;
+    /**
+     * Whether tokens are sampled inside llama.cpp's decode job (node-llama-cpp's addon as rebuilt
+     * by scripts/patch-node-llama-cpp.js), or in a second native job per token (the prebuilt addon).
+     */
+    samplingInDecode: boolean;
 }
 
 /** A compiled GBNF grammar; each generation gets its own evaluation state from it. */

@@ -214,7 +214,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
                     contextSize: engine.runtime.contextSize, contextReason: engine.runtime.contextReason, kvBytesPerSlot: engine.runtime.kvBytesPerSlot,
                     slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
-                    device: engine.runtime.device, loadSeconds: engine.runtime.loadSeconds
+                    device: engine.runtime.device, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
                 else logger.info(summary, "model ready");

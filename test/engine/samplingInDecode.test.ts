@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { LlamaGrammarEvaluationState, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { samplesInsideDecode } from "../../src/engine/nativeBatches.js";
+import { openLlama } from "../../src/engine/openLlama.js";
+import { resolveModel } from "../../src/models/resolveModel.js";
+import { testModelsDir } from "../helpers/testServer.js";
+
+// node-llama-cpp's addon as scripts/patch-node-llama-cpp.js rebuilds it samples inside the decode
+// job (decodeBatchAndSample). These tests run the same seeded generations through that path and
+// through node-llama-cpp's own (a decode job, then a sampling job per sequence), selected per
+// context by hiding the native method, and require the very same tokens.
+
+let model: LlamaModel;
+let context: LlamaContext;
+let first: LlamaContextSequence;
+let second: LlamaContextSequence;
+
+before(async () => {
+    const { path } = await resolveModel("synthetic:maple-tiny", { modelsDir: testModelsDir });
+    const llama = await openLlama(1, undefined, false);
+    model = await llama.loadModel({ modelPath: path });
+    context = await model.createContext({ contextSize: 2 * 512, sequences: 2, threads: 1 });
+    [first, second] = [context.getSequence(), context.getSequence()];
+});
+after(async () => {
+    await context?.dispose();
+    await model?.dispose();
+});
+
+/** The native method, hidden or restored on this context's addon object. */
+function sampleInsideDecode(enabled: boolean): void {
+    const native = (context as unknown as { _ctx: object })._ctx;
+    const prototype = Object.getPrototypeOf(native) as { decodeBatchAndSample?: unknown };
+    if (enabled) Reflect.deleteProperty(native, "decodeBatchAndSample");
+    else Object.defineProperty(native, "decodeBatchAndSample", { configurable: true, value: undefined });
+    assert.equal(samplesInsideDecode(context), enabled && typeof prototype.decodeBatchAndSample === "function");
+}
+
+async function generate(sequence: LlamaContextSequence, prompt: string, seed: number, count: number, options: { grammar?: boolean } = {}): Promise<Token[]> {
+    await sequence.clearHistory();
+    const grammar = options.grammar === true
+        ? new LlamaGrammarEvaluationState({ model, grammar: await model.llama.createGrammar({ grammar: "root ::= [a-z ]+ \".\"" }) })
+        : undefined;
+    const tokens: Token[] = [];
+    const evaluation = sequence.evaluate(model.tokenize(prompt, true), {
+        temperature: 0.9,
+        topK: 40,
+        topP: 0.9,
+        seed,
+        repeatPenalty: { penalty: 1.3, punishTokens: () => tokens.slice(-16) },
+        evaluationPriority: 5,
+        // Chosen per token, as Maple's grammar selector does.
+        ...grammar === undefined ? {} : { grammarEvaluationState: () => grammar }
+    });
+    for await (const token of evaluation) {
+        tokens.push(token);
+        if (tokens.length >= count || model.isEogToken(token)) break;
+    }
+    return tokens;
+}
+
+describe("sampling inside the decode job (node-llama-cpp's rebuilt addon)", () => {
+    it("is built: npm install rebuilt node-llama-cpp's addon (scripts/patch-node-llama-cpp.js prints why not)", () => {
+        assert.equal(samplesInsideDecode(context), true);
+    });
+
+    it("gives the tokens node-llama-cpp's own sampling job gives, with penalties, on two sequences in one batch", async () => {
+        const run = (): Promise<Token[][]> => Promise.all([generate(first, "The weather today is", 11, 48), generate(second, "Once upon a time", 12, 48)]);
+        sampleInsideDecode(false);
+        const reference = await run();
+        sampleInsideDecode(true);
+        const inside = await run();
+        assert.equal(reference[0]!.length, 48);
+        assert.deepEqual(inside, reference);
+        // Two seeds, two prompts: the comparison would not notice one sequence given the other's tokens.
+        assert.notDeepEqual(inside[0], inside[1]);
+    });
+
+    it("gives the same tokens under a grammar chosen per token", async () => {
+        sampleInsideDecode(false);
+        const reference = await generate(first, "Say something:", 5, 24, { grammar: true });
+        sampleInsideDecode(true);
+        const inside = await generate(first, "Say something:", 5, 24, { grammar: true });
+        assert.ok(reference.length > 1);
+        assert.deepEqual(inside, reference);
+        assert.match(model.detokenize(inside), /^[a-z ]+\.?$/);
+    });
+});
