@@ -3,8 +3,9 @@
  * one long generation whose steps switch path every 16 steps (the rebuilt addon's
  * `decodeBatchAndSample` hidden or not), so both paths share the same pages, threads and the
  * machine's drift (separate launches here decode up to ±10% apart, more than this change).
- * Prints, per path, the median time of a step (one token for each stream) and the time between
- * one native decode job's end and the next one's start (what llama.cpp waits for).
+ * Prints, per path, the tokens of all streams over the time that path ran (a step of one stream
+ * can hide batches split between the streams), the median step of the first stream, and the time
+ * between one native decode job's end and the next one's start (what llama.cpp waits for).
  *
  *   npm run build && node dist/bench/samplingInDecode.js [--model synthetic:qwen3-0.6b] [--threads 1]
  *       [--streams 1] [--tokens 1024] [--prompt-tokens 200]
@@ -59,7 +60,18 @@ const timed = (call: NativeCall): NativeCall => (...args) => {
 const decodeBatch = native["decodeBatch"]!;
 Object.defineProperty(native, "decodeBatch", { configurable: true, value: timed(decodeBatch) });
 const timedInside = timed(decodeBatchAndSample);
+/** All streams' tokens and the milliseconds of each window a path ran, the first window left out. */
+const windows: Record<Path, { tokens: number; milliseconds: number }> = { inside: { tokens: 0, milliseconds: 0 }, after: { tokens: 0, milliseconds: 0 } };
+let windowTokens = 0;
+let windowStartedAt = 0;
 const choose = (next: Path): void => {
+    const now = performance.now();
+    if (windowStartedAt > 0) {
+        windows[current].tokens += windowTokens;
+        windows[current].milliseconds += now - windowStartedAt;
+    }
+    windowTokens = 0;
+    windowStartedAt = now;
     current = next;
     lastEnd = 0;
     Object.defineProperty(native, "decodeBatchAndSample", { configurable: true, value: next === "inside" ? timedInside : undefined });
@@ -69,11 +81,13 @@ const prompt = model.tokenize(benchPrompt(Number(values["prompt-tokens"])), true
 const sequences = Array.from({ length: streams }, () => context.getSequence());
 let step = 0;
 let lastStepAt = 0;
-choose("after");
+// Stock first; its first window (the prompts) is left out like every path's first.
+Object.defineProperty(native, "decodeBatchAndSample", { configurable: true, value: undefined });
 await Promise.all(sequences.map(async (sequence, index) => {
     let generated = 0;
     for await (const token of sequence.evaluate(prompt, { temperature: 0.6, topK: 20, topP: 0.95, seed: index + 1 })) {
         generated += 1;
+        windowTokens += 1;
         // The first stream keeps the clock; every stream steps in the same batches.
         if (index === 0) {
             const now = performance.now();
@@ -89,11 +103,12 @@ await Promise.all(sequences.map(async (sequence, index) => {
 
 const mean = (list: readonly number[]): number => list.reduce((sum, each) => sum + each, 0) / list.length;
 console.log(`${values.model}, ${threads} thread(s), ${streams} stream(s) of ${tokens} tokens, UV_THREADPOOL_SIZE=${process.env.UV_THREADPOOL_SIZE ?? "4 (default)"}`);
+const rate = (each: Path): number => windows[each].tokens * 1000 / windows[each].milliseconds;
 for (const each of ["after", "inside"] as const) {
-    console.log(`sampling ${each === "inside" ? "inside the decode job " : "in its own job (stock)"}: step ${median(steps[each]).toFixed(2)} ms median `
-        + `(${(streams * 1000 / median(steps[each])).toFixed(2)} tok/s), between decode jobs ${mean(gaps[each]).toFixed(3)} ms mean, ${steps[each].length} steps`);
+    console.log(`sampling ${each === "inside" ? "inside the decode job " : "in its own job (stock)"}: ${rate(each).toFixed(2)} tok/s (all streams), `
+        + `first stream's step ${median(steps[each]).toFixed(2)} ms median, between decode jobs ${mean(gaps[each]).toFixed(3)} ms mean, ${steps[each].length} steps`);
 }
-console.log(`inside / stock: ${(median(steps.after) / median(steps.inside)).toFixed(4)}× the token rate; `
+console.log(`inside / stock: ${(rate("inside") / rate("after")).toFixed(4)}× the token rate; `
     + `${(mean(gaps.after) - mean(gaps.inside)).toFixed(3)} ms less between decode jobs`);
 await context.dispose();
 await model.dispose();
