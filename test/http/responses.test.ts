@@ -142,7 +142,7 @@ describe("POST /v1/responses", () => {
         const patch = "*** Begin Patch\n*** End Patch\n";
         const response = await create(server, {
             input: "Apply the patch.", tools: [{ type: "custom", name: "apply_patch", description: "Apply a patch", format: { type: "grammar", syntax: "lark", definition: "start: /.+/" } }],
-            grammar: exact(callText("apply_patch", { input: patch }))
+            grammar: exact(callText("apply_patch", { input: patch })), max_output_tokens: 256
         });
         const call = response.output.find((item) => item["type"] === "custom_tool_call")!;
         assert.equal(call["name"], "apply_patch");
