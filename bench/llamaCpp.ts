@@ -1,4 +1,4 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -66,6 +66,22 @@ export async function mappedCpuVariant(pid: number): Promise<string | undefined>
 }
 
 /**
+ * The CPU variant a short-lived process ran, read from it while it runs. The last one seen, not the
+ * first: at start ggml loads every variant in turn to score it (a poll caught cooperlake's file
+ * mapped in a process that went on to run zen4's).
+ */
+export async function lastMappedCpuVariant(child: ChildProcess, exited: Promise<unknown>): Promise<string | undefined> {
+    let variant: string | undefined;
+    let running = true;
+    void exited.then(() => (running = false));
+    while (running) {
+        variant = await mappedCpuVariant(child.pid!) ?? variant;
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
+    }
+    return variant;
+}
+
+/**
  * Prints the CPU variant each process mapped and refuses to go on when they differ or one is
  * unknown: figures from different kernels are not a comparison of servers.
  */
@@ -98,13 +114,8 @@ export async function runLlamaBench(binary: string, modelPath: string, threads: 
         "-d", `0,${promptTokens}`, "-r", "3", "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
     let stdout = "";
     child.stdout.on("data", (data: Buffer) => (stdout += data.toString()));
-    // The variant is read from the running process: it loads its backend at start and runs for seconds.
-    let variant: string | undefined;
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    while (variant === undefined && child.exitCode === null) {
-        variant = await mappedCpuVariant(child.pid!);
-        if (variant === undefined) await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 50))]);
-    }
+    const variant = await lastMappedCpuVariant(child, exited);
     const code = await exited;
     if (code !== 0) throw new Error(`llama-bench exited with ${code}`);
     const rows = JSON.parse(stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];

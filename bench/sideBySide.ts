@@ -1,0 +1,162 @@
+/**
+ * Decode speed of llama-server and Maple measured at the same moment, each server pinned to a core
+ * of its own: what launches.ts cannot give on a VM whose speed drifts by the minute (llama-bench's
+ * decode ran at 12.9 and 22.5 tok/s within one hour here). Two requests that run at once see the
+ * same machine; which core each server has is swapped between pairs (every thread of both, live,
+ * with `taskset -a -p`), so a slower core weighs on both equally.
+ *
+ *   npm run build && node dist/bench/sideBySide.js [--model synthetic:qwen3-0.6b] [--pairs 8]
+ *       [--parallel 4] [--prompt-tokens 200] [--max-tokens 128] [--floor-pairs 2]
+ *
+ * Each server gets one core for everything (one llama.cpp thread, its HTTP and, for Maple, the
+ * event loop), so whatever runs beside the decode is paid from the decode's own core, as it is
+ * when a server shares its cores with nothing idle. Three phases:
+ * - one stream: the same prompt and seed to both at once, `--pairs` times;
+ * - `--parallel` streams at once to each server at the same time, `--pairs` times;
+ * - the floor: llama-bench's decode at the prompt's depth on one core while Maple generates on the
+ *   other, Maple's requests timed only while llama-bench runs.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { parseArgs, promisify } from "node:util";
+import { defaultConfig } from "../src/config/settings.js";
+import { resolveModel } from "../src/models/resolveModel.js";
+import { ensureLlamaCppTools, lastMappedCpuVariant, requireSameKernels } from "./llamaCpp.js";
+import { freePort, median, repoRoot, runPrompt, waitForHealth } from "./shared.js";
+import { parallelAggregate, timeCompletionStream } from "./streamClient.js";
+
+const run = promisify(execFile);
+
+const { values } = parseArgs({
+    options: {
+        model: { type: "string", default: "synthetic:qwen3-0.6b" },
+        pairs: { type: "string", default: "8" },
+        "floor-pairs": { type: "string", default: "2" },
+        parallel: { type: "string", default: "4" },
+        "prompt-tokens": { type: "string", default: "200" },
+        "max-tokens": { type: "string", default: "128" },
+        "context-size": { type: "string", default: "4096" }
+    }
+});
+const pairs = Number(values.pairs);
+const floorPairs = Number(values["floor-pairs"]);
+const parallel = Number(values.parallel);
+const promptTokens = Number(values["prompt-tokens"]);
+const contextSize = Number(values["context-size"]);
+const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
+const cores = ["0", "1"] as const;
+
+const modelsDir = process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir;
+const model = await resolveModel(values.model, { modelsDir });
+const tools = await ensureLlamaCppTools();
+
+interface Server {
+    name: string;
+    child: ChildProcess;
+    url: string;
+}
+
+async function start(name: string, core: string, command: string, args: (port: number) => string[]): Promise<Server> {
+    const port = await freePort();
+    // llama-server logs every request to stderr; Maple runs at --log-level warn.
+    const child = spawn("taskset", ["-c", core, command, ...args(port)], { stdio: ["ignore", "ignore", name === "maple serve" ? "inherit" : "ignore"] });
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHealth(url, child);
+    await timeCompletionStream(url, { prompt: "warm up", ...sampling, max_tokens: 8 });
+    return { name, child, url };
+}
+
+/** Moves every thread of the process to `core` (threads started later inherit it). */
+async function pin(server: Server, core: string): Promise<void> {
+    await run("taskset", ["-a", "-c", "-p", core, String(server.child.pid)]);
+}
+
+function stop(server: Server): Promise<void> {
+    return new Promise((resolve) => {
+        if (server.child.exitCode !== null) return resolve();
+        server.child.once("exit", () => resolve());
+        server.child.kill("SIGTERM");
+    });
+}
+
+const llamaServer = await start("llama-server", cores[0], tools.server, (port) => ["-m", model.path, "-t", "1", "-tb", "1",
+    "-c", String(contextSize * parallel), "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"]);
+const maple = await start("maple serve", cores[1], process.execPath, (port) => [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path,
+    "--port", String(port), "--threads", "1", "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"]);
+
+/** Pair `index` gives llama-server core 0 on even pairs and core 1 on odd ones; Maple the other. */
+async function pinForPair(index: number): Promise<string> {
+    const serverCore = cores[index % 2]!;
+    const mapleCore = cores[(index + 1) % 2]!;
+    await pin(llamaServer, serverCore);
+    await pin(maple, mapleCore);
+    return `llama-server on cpu ${serverCore}, Maple on cpu ${mapleCore}`;
+}
+
+const ratios = (rows: readonly { server: number; maple: number }[]): string => rows.map((row) => (row.maple / row.server).toFixed(3)).join(", ");
+
+try {
+    const kernels = await requireSameKernels([{ name: "llama-server", pid: llamaServer.child.pid! }, { name: "maple serve", pid: maple.child.pid! }]);
+    console.log(`model ${values.model} (${model.path}), 1 thread and 1 core each, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
+        + `${pairs} pairs, ${parallel} streams at once`);
+
+    const oneStream: { server: number; maple: number }[] = [];
+    for (let index = 0; index < pairs; index++) {
+        const placement = await pinForPair(index);
+        const body = { prompt: runPrompt(index, promptTokens), ...sampling, seed: index + 1 };
+        const [server, mine] = await Promise.all([timeCompletionStream(llamaServer.url, body), timeCompletionStream(maple.url, body)]);
+        oneStream.push({ server: server.decodeTokensPerSecond, maple: mine.decodeTokensPerSecond });
+        console.log(`one stream, pair ${index + 1} (${placement}): llama-server ${server.decodeTokensPerSecond.toFixed(1)}, `
+            + `Maple ${mine.decodeTokensPerSecond.toFixed(1)} tok/s (${(mine.decodeTokensPerSecond / server.decodeTokensPerSecond).toFixed(3)}×)`);
+    }
+
+    const streams: { server: number; maple: number }[] = [];
+    for (let index = 0; index < pairs; index++) {
+        const placement = await pinForPair(index);
+        const [server, mine] = await Promise.all([parallelAggregate(llamaServer.url, parallel, sampling), parallelAggregate(maple.url, parallel, sampling)]);
+        streams.push({ server, maple: mine });
+        console.log(`${parallel} streams, pair ${index + 1} (${placement}): llama-server ${server.toFixed(1)}, Maple ${mine.toFixed(1)} tok/s `
+            + `(${(mine / server).toFixed(3)}×)`);
+    }
+
+    // The floor: llama-bench on one core while Maple decodes on the other, llama-server idle.
+    const floor: { server: number; maple: number }[] = [];
+    for (let index = 0; index < floorPairs; index++) {
+        const benchCore = cores[index % 2]!;
+        await pin(maple, cores[(index + 1) % 2]!);
+        await pin(llamaServer, benchCore);
+        const rates: number[] = [];
+        let benchRunning = true;
+        const bench = runLlamaBenchOn(benchCore).finally(() => (benchRunning = false));
+        for (let request = 0; benchRunning; request++) {
+            const timing = await timeCompletionStream(maple.url, { prompt: runPrompt(100 + request, promptTokens), ...sampling, seed: request + 1 });
+            if (benchRunning) rates.push(timing.decodeTokensPerSecond);
+        }
+        const benchResult = await bench;
+        if (benchResult.cpuVariant !== kernels) throw new Error(`llama-bench ran ${benchResult.cpuVariant ?? "no CPU kernel file"}, the servers ${kernels}: not comparing`);
+        floor.push({ server: benchResult.decodeAtDepthTokensPerSecond, maple: median(rates) });
+        console.log(`floor, pair ${index + 1} (llama-bench on cpu ${benchCore}): llama-bench at depth ${promptTokens} `
+            + `${benchResult.decodeAtDepthTokensPerSecond.toFixed(1)} tok/s, Maple ${median(rates).toFixed(1)} tok/s over ${rates.length} requests `
+            + `(${(median(rates) / benchResult.decodeAtDepthTokensPerSecond).toFixed(3)}×)`);
+    }
+
+    console.log(`\nMaple / llama-server, at the same moment: one stream ${ratios(oneStream)} (median ${median(oneStream.map((row) => row.maple / row.server)).toFixed(3)}); `
+        + `${parallel} streams ${ratios(streams)} (median ${median(streams.map((row) => row.maple / row.server)).toFixed(3)})`);
+    if (floor.length > 0) {
+        console.log(`Maple / llama-bench's decode at depth ${promptTokens}: ${ratios(floor)} (median ${median(floor.map((row) => row.maple / row.server)).toFixed(3)})`);
+    }
+} finally {
+    await Promise.all([stop(llamaServer), stop(maple)]);
+}
+
+/** llama-bench at the prompt's depth, pinned to `core`, with enough repetitions to outlast several Maple requests. */
+async function runLlamaBenchOn(core: string): Promise<{ decodeAtDepthTokensPerSecond: number; cpuVariant: string | undefined }> {
+    const child = spawn("taskset", ["-c", core, tools.bench, "-m", model.path, "-t", "1", "-p", "0", "-n", String(sampling.max_tokens),
+        "-d", String(promptTokens), "-r", "5", "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
+    let stdout = "";
+    child.stdout!.on("data", (data: Buffer) => (stdout += data.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const cpuVariant = await lastMappedCpuVariant(child, exited);
+    if (await exited !== 0) throw new Error("llama-bench failed");
+    const rows = JSON.parse(stdout) as { n_gen: number; avg_ts: number }[];
+    return { decodeAtDepthTokensPerSecond: rows.find((row) => row.n_gen > 0)?.avg_ts ?? NaN, cpuVariant };
+}
