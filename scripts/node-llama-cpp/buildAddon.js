@@ -59,9 +59,8 @@ export async function buildPatchedAddon({ nodeModules, log }) {
     if (stamp?.recipe === recipe && stamp.addon === await sha256(addon)) return "addon already built with the patch";
 
     const compiler = process.env.CXX ?? "g++";
-    if (!hasCommand(compiler) || !hasCommand("git")) {
-        return `no ${hasCommand("git") ? compiler : "git"} here: kept the prebuilt addon (sampling runs as a second native job per token)`;
-    }
+    const missing = [compiler, "git"].find((command) => !hasCommand(command));
+    if (missing !== undefined) return `no ${missing} here: kept the prebuilt addon (sampling runs as a second native job per token)`;
     if (!existsSync(bundle) || !existsSync(addonSource)) return "node-llama-cpp ships no addon source here: kept the prebuilt addon";
 
     const work = await mkdtemp(join(tmpdir(), "maple-addon-"));
