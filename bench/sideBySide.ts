@@ -44,6 +44,7 @@ const promptTokens = Number(values["prompt-tokens"]);
 const contextSize = Number(values["context-size"]);
 const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
 const cores = ["0", "1"] as const;
+if (pairs % 2 !== 0 || floorPairs % 2 !== 0) throw new Error("--pairs and --floor-pairs must be even: each swapped pair runs both placements on the cores");
 
 const modelsDir = process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir;
 const model = await resolveModel(values.model, { modelsDir });
@@ -94,6 +95,20 @@ async function pinForPair(index: number): Promise<string> {
 
 const ratios = (rows: readonly { server: number; maple: number }[]): string => rows.map((row) => (row.maple / row.server).toFixed(3)).join(", ");
 
+/**
+ * The ratio over all pairs as a geometric mean, with the ratios of each two successive pairs (the
+ * two placements on the cores) combined first: here one vCPU ran up to 2× slower than the other for
+ * tens of seconds at a time, so a single pair measures the cores as much as the servers, and a
+ * swapped pair undoes that.
+ */
+function summary(rows: readonly { server: number; maple: number }[]): string {
+    const logs = rows.map((row) => Math.log(row.maple / row.server));
+    const balanced: number[] = [];
+    for (let index = 0; index + 1 < logs.length; index += 2) balanced.push(Math.exp((logs[index]! + logs[index + 1]!) / 2));
+    const mean = Math.exp(logs.reduce((sum, value) => sum + value, 0) / logs.length);
+    return `geometric mean ${mean.toFixed(3)}, by swapped pair ${balanced.map((value) => value.toFixed(3)).join(", ")} (median ${median(balanced).toFixed(3)})`;
+}
+
 try {
     const kernels = await requireSameKernels([{ name: "llama-server", pid: llamaServer.child.pid! }, { name: "maple serve", pid: maple.child.pid! }]);
     console.log(`model ${values.model} (${model.path}), 1 thread and 1 core each, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
@@ -139,11 +154,9 @@ try {
             + `(${(median(rates) / benchResult.decodeAtDepthTokensPerSecond).toFixed(3)}×)`);
     }
 
-    console.log(`\nMaple / llama-server, at the same moment: one stream ${ratios(oneStream)} (median ${median(oneStream.map((row) => row.maple / row.server)).toFixed(3)}); `
-        + `${parallel} streams ${ratios(streams)} (median ${median(streams.map((row) => row.maple / row.server)).toFixed(3)})`);
-    if (floor.length > 0) {
-        console.log(`Maple / llama-bench's decode at depth ${promptTokens}: ${ratios(floor)} (median ${median(floor.map((row) => row.maple / row.server)).toFixed(3)})`);
-    }
+    console.log(`\nMaple / llama-server at the same moment, one stream: ${ratios(oneStream)}; ${summary(oneStream)}`);
+    console.log(`Maple / llama-server at the same moment, ${parallel} streams: ${ratios(streams)}; ${summary(streams)}`);
+    if (floor.length > 0) console.log(`Maple / llama-bench's decode at depth ${promptTokens}: ${ratios(floor)}; ${summary(floor)}`);
 } finally {
     await Promise.all([stop(llamaServer), stop(maple)]);
 }
