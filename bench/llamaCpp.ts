@@ -70,7 +70,7 @@ export async function mappedCpuVariant(pid: number): Promise<string | undefined>
  * first: at start ggml loads every variant in turn to score it (a poll caught cooperlake's file
  * mapped in a process that went on to run zen4's).
  */
-export async function lastMappedCpuVariant(child: ChildProcess, exited: Promise<unknown>): Promise<string | undefined> {
+async function lastMappedCpuVariant(child: ChildProcess, exited: Promise<unknown>): Promise<string | undefined> {
     let variant: string | undefined;
     let running = true;
     void exited.then(() => (running = false));
@@ -79,6 +79,28 @@ export async function lastMappedCpuVariant(child: ChildProcess, exited: Promise<
         await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
     }
     return variant;
+}
+
+export interface LlamaBenchRow {
+    n_prompt: number;
+    n_gen: number;
+    n_depth?: number;
+    avg_ts: number;
+}
+
+/**
+ * Runs llama-bench (`command`: the binary and its arguments, after any launcher such as taskset)
+ * with JSON output, and returns its rows and the CPU kernel file it ran.
+ */
+export async function llamaBenchRows(command: readonly string[]): Promise<{ rows: LlamaBenchRow[]; cpuVariant: string | undefined }> {
+    const child = spawn(command[0]!, [...command.slice(1), "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
+    let stdout = "";
+    child.stdout.on("data", (data: Buffer) => (stdout += data.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const cpuVariant = await lastMappedCpuVariant(child, exited);
+    const code = await exited;
+    if (code !== 0) throw new Error(`llama-bench exited with ${code}`);
+    return { rows: JSON.parse(stdout) as LlamaBenchRow[], cpuVariant };
 }
 
 /**
@@ -110,15 +132,8 @@ export interface LlamaBenchResult {
 
 /** llama-bench's pp (prompt) and tg (decode, at depth 0 and at the prompt's depth) throughput, averaged over its repetitions. */
 export async function runLlamaBench(binary: string, modelPath: string, threads: number, promptTokens: number, decodeTokens: number): Promise<LlamaBenchResult> {
-    const child = spawn(binary, ["-m", modelPath, "-t", String(threads), "-p", String(promptTokens), "-n", String(decodeTokens),
-        "-d", `0,${promptTokens}`, "-r", "3", "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
-    let stdout = "";
-    child.stdout.on("data", (data: Buffer) => (stdout += data.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    const variant = await lastMappedCpuVariant(child, exited);
-    const code = await exited;
-    if (code !== 0) throw new Error(`llama-bench exited with ${code}`);
-    const rows = JSON.parse(stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
+    const { rows, cpuVariant: variant } = await llamaBenchRows([binary, "-m", modelPath, "-t", String(threads), "-p", String(promptTokens),
+        "-n", String(decodeTokens), "-d", `0,${promptTokens}`, "-r", "3"]);
     const decodeAt = (depth: number): number => rows.find((row) => row.n_gen > 0 && row.n_prompt === 0 && (row.n_depth ?? 0) === depth)?.avg_ts ?? NaN;
     return {
         promptTokensPerSecond: rows.find((row) => row.n_prompt > 0 && row.n_gen === 0 && (row.n_depth ?? 0) === 0)?.avg_ts ?? NaN,

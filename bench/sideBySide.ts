@@ -20,7 +20,7 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { parseArgs, promisify } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
-import { ensureLlamaCppTools, lastMappedCpuVariant, requireSameKernels } from "./llamaCpp.js";
+import { ensureLlamaCppTools, llamaBenchRows, requireSameKernels } from "./llamaCpp.js";
 import { freePort, median, repoRoot, runPrompt, waitForHealth } from "./shared.js";
 import { parallelAggregate, timeCompletionStream } from "./streamClient.js";
 
@@ -163,13 +163,7 @@ try {
 
 /** llama-bench at the prompt's depth, pinned to `core`, with enough repetitions to outlast several Maple requests. */
 async function runLlamaBenchOn(core: string): Promise<{ decodeAtDepthTokensPerSecond: number; cpuVariant: string | undefined }> {
-    const child = spawn("taskset", ["-c", core, tools.bench, "-m", model.path, "-t", "1", "-p", "0", "-n", String(sampling.max_tokens),
-        "-d", String(promptTokens), "-r", "5", "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
-    let stdout = "";
-    child.stdout!.on("data", (data: Buffer) => (stdout += data.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    const cpuVariant = await lastMappedCpuVariant(child, exited);
-    if (await exited !== 0) throw new Error("llama-bench failed");
-    const rows = JSON.parse(stdout) as { n_gen: number; avg_ts: number }[];
+    const { rows, cpuVariant } = await llamaBenchRows(["taskset", "-c", core, tools.bench, "-m", model.path, "-t", "1", "-p", "0",
+        "-n", String(sampling.max_tokens), "-d", String(promptTokens), "-r", "5"]);
     return { decodeAtDepthTokensPerSecond: rows.find((row) => row.n_gen > 0)?.avg_ts ?? NaN, cpuVariant };
 }
