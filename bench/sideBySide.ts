@@ -6,7 +6,7 @@
  * with `taskset -a -p`), so a slower core weighs on both equally.
  *
  *   npm run build && node dist/bench/sideBySide.js [--model synthetic:qwen3-0.6b] [--pairs 8]
- *       [--parallel 4] [--prompt-tokens 200] [--max-tokens 128] [--floor-pairs 2]
+ *       [--parallel 4] [--prompt-tokens 200] [--max-tokens 128] [--floor-pairs 2] [--swa-full]
  *
  * Each server gets one core for everything (one llama.cpp thread, its HTTP and, for Maple, the
  * event loop), so whatever runs beside the decode is paid from the decode's own core, as it is
@@ -34,7 +34,8 @@ const { values } = parseArgs({
         parallel: { type: "string", default: "4" },
         "prompt-tokens": { type: "string", default: "200" },
         "max-tokens": { type: "string", default: "128" },
-        "context-size": { type: "string", default: "4096" }
+        "context-size": { type: "string", default: "4096" },
+        "swa-full": { type: "boolean", default: false }
     }
 });
 const pairs = Number(values.pairs);
@@ -42,6 +43,9 @@ const floorPairs = Number(values["floor-pairs"]);
 const parallel = Number(values.parallel);
 const promptTokens = Number(values["prompt-tokens"]);
 const contextSize = Number(values["context-size"]);
+// Both servers keep the same sliding-window cache: the window only (both servers' default), or
+// every token (`--swa-full`). Comparing one against the other measures the cache, not the server.
+const swaFull = values["swa-full"] === true;
 const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
 const cores = ["0", "1"] as const;
 if (pairs % 2 !== 0 || floorPairs % 2 !== 0) throw new Error("--pairs and --floor-pairs must be even: each swapped pair runs both placements on the cores");
@@ -80,9 +84,9 @@ function stop(server: Server): Promise<void> {
 }
 
 const llamaServer = await start("llama-server", cores[0], tools.server, (port) => ["-m", model.path, "-t", "1", "-tb", "1",
-    "-c", String(contextSize * parallel), "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"]);
+    "-c", String(contextSize * parallel), "-np", String(parallel), ...(swaFull ? ["--swa-full"] : []), "--port", String(port), "--host", "127.0.0.1", "--no-webui"]);
 const maple = await start("maple serve", cores[1], process.execPath, (port) => [`${repoRoot}bin/maple.cjs`, "serve", "--model", model.path,
-    "--port", String(port), "--threads", "1", "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"]);
+    "--port", String(port), "--threads", "1", "--parallel", String(parallel), "--context-size", String(contextSize), "--swa-full", String(swaFull), "--log-level", "warn"]);
 
 /** Pair `index` gives llama-server core 0 on even pairs and core 1 on odd ones; Maple the other. */
 async function pinForPair(index: number): Promise<string> {
@@ -112,7 +116,7 @@ function summary(rows: readonly { server: number; maple: number }[]): string {
 try {
     const kernels = await requireSameKernels([{ name: "llama-server", pid: llamaServer.child.pid! }, { name: "maple serve", pid: maple.child.pid! }]);
     console.log(`model ${values.model} (${model.path}), 1 thread and 1 core each, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
-        + `${pairs} pairs, ${parallel} streams at once`);
+        + `${pairs} pairs, ${parallel} streams at once, sliding-window layers keep ${swaFull ? "every token (--swa-full)" : "their window"}`);
 
     const oneStream: { server: number; maple: number }[] = [];
     for (let index = 0; index < pairs; index++) {
