@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-
 import { EngineOverloadedError, MapleError } from "../errors.js";
 import type { GenerationCounts, GenerationObserver } from "../core/generateText.js";
 import type { PromptCacheReport, PromptCacheTier } from "../engine/types.js";
