@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Patches node-llama-cpp 3.22.1 (pinned) after install; idempotent, and loud when the source is
 // not the expected one (another version):
-// - its JS (dist/evaluator/LlamaContext/LlamaContext.js): per-sequence sampling errors, and the
-//   JS half of sampling inside the decode worker (node-llama-cpp/contextHunks.js says why);
+// - its JS (dist/evaluator/LlamaContext/LlamaContext.js): per-sequence sampling errors, the JS
+//   half of sampling inside the decode worker, and a sequence's tokens appended in place instead
+//   of copied at every token (node-llama-cpp/contextHunks.js says why);
 // - its native addon, rebuilt from the source it ships with the native half of that change
 //   (node-llama-cpp/addonHunks.js, node-llama-cpp/buildAddon.js). Where it cannot be rebuilt (no
 //   compiler, another platform, MAPLE_SKIP_ADDON_BUILD=1) the prebuilt addon stays and

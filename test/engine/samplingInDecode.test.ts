@@ -87,3 +87,26 @@ describe("sampling inside the decode job (node-llama-cpp's rebuilt addon)", () =
         assert.match(model.detokenize(inside), /^[a-z ]+\.?$/);
     });
 });
+
+// scripts/patch-node-llama-cpp.js also makes a sequence's token list grow in place instead of
+// being copied at every decoded token; what callers see must not change.
+describe("a sequence's tokens, appended in place (node-llama-cpp's patched JS)", () => {
+    it("hold the prompt and every token decoded after it, across several evaluations", async () => {
+        const prompt = model.tokenize("The weather today is", true);
+        const generated = await generate(first, "The weather today is", 3, 20);
+        // The last generated token is sampled, never decoded: the sequence holds all but it.
+        assert.deepEqual(first.contextTokens, [...prompt, ...generated.slice(0, -1)]);
+
+        const snapshot = first.contextTokens;
+        const internal = (first as unknown as { _contextTokens: Token[] })._contextTokens;
+        const more: Token[] = [];
+        for await (const token of first.evaluate([generated.at(-1)!], { temperature: 0 })) {
+            more.push(token);
+            if (more.length >= 5) break;
+        }
+        assert.deepEqual(snapshot, [...prompt, ...generated.slice(0, -1)], "a copy handed out earlier does not grow with the sequence");
+        assert.deepEqual(first.contextTokens, [...prompt, ...generated, ...more.slice(0, -1)]);
+        assert.equal(first.nextTokenIndex, first.contextTokens.length);
+        assert.equal((first as unknown as { _contextTokens: Token[] })._contextTokens, internal, "the patch is applied: the list grew without being replaced");
+    });
+});
