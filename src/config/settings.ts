@@ -186,7 +186,7 @@ export const settings = [
     define({ key: "maxLoadedModels", flag: "max-loaded-models", env: "MAPLE_MAX_LOADED_MODELS", valueName: "N", defaultValue: () => 3,
         help: "Models loaded at once; the least recently used idle one unloads to make room", parse: integer(1, 64) }),
     define({ key: "maxModelMemoryMiB", flag: "max-model-memory", env: "MAPLE_MAX_MODEL_MEMORY", valueName: "MIB", defaultValue: () => undefined,
-        defaultText: "no bound", help: "Memory of the loaded models (weights + KV cache, estimated at load); idle ones unload to make room", parse: integer(1, 1 << 30) }),
+        defaultText: "no bound", help: "Memory of the loaded models (weights + KV cache as allocated; counted from the GGUF before loading); idle ones unload to make room", parse: integer(1, 1 << 30) }),
     define({ key: "keepAliveSeconds", flag: "keep-alive", env: "MAPLE_KEEP_ALIVE", valueName: "SECONDS", defaultValue: () => 300,
         help: "An idle model unloads after this (as Ollama's keep_alive); -1 keeps models loaded", parse: decimal(-1, 1e9) }),
     define({ key: "pinDefaultModel", flag: "pin-default-model", env: "MAPLE_PIN_DEFAULT_MODEL", valueName: "BOOL", defaultValue: () => true,

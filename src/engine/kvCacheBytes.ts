@@ -58,6 +58,30 @@ export function kvCacheBytes(metadata: AttentionMetadata, contextSize: number, b
     };
 }
 
+/** Checkpoints a windowed slot keeps (node-llama-cpp's `checkpoints.max`): its preamble and its last turn boundaries. */
+export const checkpointsPerSlot = 4;
+
+export interface SlotCacheBytes {
+    /** The KV cells the context allocates for the slot. */
+    kv: number;
+    /** The most its checkpoints hold (the windowed cache only: each copies the sliding-window layers' cells). */
+    checkpoints: number;
+}
+
+/** One slot's cache memory as the engine sets it up: the cache in use, and its checkpoints. */
+export function slotCacheBytes(bytes: KvCacheBytes, contextSize: number, swaFullCache: boolean): SlotCacheBytes {
+    if (swaFullCache) return { kv: bytes.full, checkpoints: 0 };
+    return { kv: bytes.windowed, checkpoints: checkpointsPerSlot * (bytes.windowed - bytes.globalBytesPerToken * contextSize) };
+}
+
+/** A slot's cache and checkpoint bytes as a function of its context size: what fitting a context weighs. */
+export function slotBytesAt(metadata: AttentionMetadata, batchSize: number, swaFullCache: boolean): (contextSize: number) => number {
+    return (contextSize) => {
+        const slot = slotCacheBytes(kvCacheBytes(metadata, contextSize, batchSize), contextSize, swaFullCache);
+        return slot.kv + slot.checkpoints;
+    };
+}
+
 function layerValue(value: number | readonly number[] | undefined, layer: number, fallback: number): number {
     if (value === undefined) return fallback;
     return typeof value === "number" ? value : value[layer] ?? fallback;

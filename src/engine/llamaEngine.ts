@@ -8,7 +8,7 @@ import { openLlama } from "./openLlama.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { fitContextSize } from "./contextFit.js";
-import { kvCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
+import { checkpointsPerSlot, kvCacheBytes, slotBytesAt, slotCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
 import { SamplingAdapters } from "./samplingAdapters.js";
 import { copySequenceState } from "./sequenceStateCopy.js";
@@ -74,9 +74,6 @@ const samplingErrorPatchApplied: boolean = readFileSync(
 /** node-llama-cpp's package.json is not in its exports map: read it beside its entry point (dist/index.js). */
 const engineVersion: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.resolve("node-llama-cpp")), "utf8")) as { version: string }).version;
 
-/** Checkpoints a windowed slot keeps (node-llama-cpp's `checkpoints.max`): its preamble and its last turn boundaries. */
-const maximumCheckpoints = 4;
-
 /** Loads a GGUF model into llama.cpp through node-llama-cpp and runs generations on its slots. */
 export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engine> {
     const startedAt = performance.now();
@@ -96,13 +93,9 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         const swaFullCache = options.swaFullCache === true || slidingWindow === 0;
         const architecture = (model.fileInfo.metadata as unknown as { general: { architecture: string } }).general.architecture;
         const attention = (model.fileInfo.metadata as unknown as Record<string, AttentionMetadata | undefined>)[architecture] ?? {};
-        const slotKvBytes = (size: number): number => {
-            const bytes = kvCacheBytes(attention, size, options.batchSize);
-            // The windowed cache's checkpoints take memory too (see maximumCheckpoints below).
-            return swaFullCache ? bytes.full : bytes.windowed + maximumCheckpoints * (bytes.windowed - bytes.globalBytesPerToken * size);
-        };
         const fit = fitContextSize({
-            requested: options.contextSize, trainContextSize: model.trainContextSize, slots: options.slots, budgetBytes: options.kvBudgetBytes, kvBytesPerSlot: slotKvBytes
+            requested: options.contextSize, trainContextSize: model.trainContextSize, slots: options.slots, budgetBytes: options.kvBudgetBytes,
+            kvBytesPerSlot: slotBytesAt(attention, options.batchSize, swaFullCache)
         });
         const requestedContextSize = fit.contextSize;
         const context = await model.createContext({
@@ -122,9 +115,9 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         timeNativeSaves(context);
         const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
         // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
-        const checkpointBytesPerSlot = swaFullCache ? 0 : maximumCheckpoints * (kvBytes.windowed - kvBytes.globalBytesPerToken * requestedContextSize);
+        const checkpointBytesPerSlot = slotCacheBytes(kvBytes, requestedContextSize, swaFullCache).checkpoints;
         const sequences = Array.from({ length: options.slots }, () => context.getSequence(swaFullCache ? {} : {
-            checkpoints: { max: maximumCheckpoints, interval: false, maxMemory: checkpointBytesPerSlot }
+            checkpoints: { max: checkpointsPerSlot, interval: false, maxMemory: checkpointBytesPerSlot }
         }));
         // What each slot got (node-llama-cpp may pad the context): the one figure for the slot size.
         const slotContextSize = sequences[0]?.contextSize ?? requestedContextSize;

@@ -111,7 +111,7 @@ export class MapleMetrics {
             name: "maple:model_requests_total", help: "Requests routed to each model (generations, tokenize, embeddings), by model.", labelNames, registers
         });
         this.modelGauge("maple:model_loaded", "1 while the model is loaded, else 0, by model.", (load) => (load.loaded ? 1 : 0));
-        this.modelGauge("maple:model_memory_bytes", "Weights + KV cache of the loaded model (estimated at load), by model.", (load) => load.memoryBytes);
+        this.modelGauge("maple:model_memory_bytes", "Weights + KV cache of the loaded model, as allocated, by model.", (load) => load.memoryBytes);
         this.modelGauge("maple:model_requests_in_flight", "Requests holding the model (it is not unloaded under them), by model.", (load) => load.inFlight);
         this.modelGauge("maple:model_requests_running", "Requests generating on the model's slots, by model.", (load) => load.running);
         this.modelGauge("maple:model_requests_waiting", "Requests waiting in the model's queue, by model.", (load) => load.waiting);

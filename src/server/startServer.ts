@@ -174,7 +174,10 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     },
                     onFallback: (reason) => logger.warn(reason)
                 });
-                const facts = await readModelFileFacts(model.path, { contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull });
+                const modelFileBytes = (await stat(model.path)).size;
+                const facts = await readModelFileFacts(model.path, {
+                    contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull, kvBudgetBytes: kvBudgetBytes(config, modelFileBytes)
+                });
                 entry.purpose = facts.purpose;
                 entry.host.setLoading("loading", 0);
                 await makeRoom(facts.memoryBytes);
@@ -194,7 +197,6 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                         "embedding model ready");
                     return { memoryBytes: facts.memoryBytes, unload: () => embedder.dispose() };
                 }
-                const modelFileBytes = (await stat(model.path)).size;
                 const engine = await loadLlamaEngine({
                     modelPath: model.path,
                     threads: config.threads,
@@ -218,7 +220,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
                 else logger.info(summary, "model ready");
-                return { memoryBytes: facts.memoryBytes, unload: () => engine.dispose() };
+                // What the engine allocated (node-llama-cpp may pad a slot's context), not the estimate made before loading.
+                return { memoryBytes: facts.weightsBytes + engine.runtime.slots * engine.runtime.kvBytesPerSlot, unload: () => engine.dispose() };
             } catch (error) {
                 entry.host.setFailed(error as Error);
                 // A bad model spec is the user's mistake: one clear line, no stack trace.

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { kvCacheBytes } from "../../src/engine/kvCacheBytes.js";
 import { loadLlamaEngine } from "../../src/engine/llamaEngine.js";
+import { readModelFileFacts } from "../../src/engine/modelFileFacts.js";
 import type { Engine } from "../../src/engine/types.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
 import { testModelsDir } from "../helpers/testServer.js";
@@ -16,12 +17,12 @@ const bytesPerLayerToken = 2 * (64 + 64) * 2;
 describe("KV bytes per slot", () => {
     let maple: Engine;
     let qwen: Engine;
+    let maplePath: string;
     before(async () => {
-        const load = async (spec: string): Promise<Engine> => loadLlamaEngine({
-            modelPath: (await resolveModel(spec, { modelsDir: testModelsDir })).path, threads: 1, contextSize: 4096, slots: 1, batchSize: 512, gpu: false
-        });
-        maple = await load("synthetic:maple-tiny");
-        qwen = await load("synthetic:qwen3-tiny");
+        maplePath = (await resolveModel("synthetic:maple-tiny", { modelsDir: testModelsDir })).path;
+        const load = async (path: string): Promise<Engine> => loadLlamaEngine({ modelPath: path, threads: 1, contextSize: 4096, slots: 1, batchSize: 512, gpu: false });
+        maple = await load(maplePath);
+        qwen = await load((await resolveModel("synthetic:qwen3-tiny", { modelsDir: testModelsDir })).path);
     });
     after(async () => {
         await maple?.dispose();
@@ -58,5 +59,24 @@ describe("KV bytes per slot", () => {
         assert.ok(Math.abs(bytes.windowed / bytes.full - 0.25) < 0.005);
         // llama.cpp's period form of the pattern: with n = 4, layers 0–2 slide and layer 3 is global.
         assert.deepEqual(kvCacheBytes({ ...metadata, attention: { ...metadata.attention, sliding_window_pattern: 4 } }, 131_072, 512), bytes);
+    });
+
+    it("the memory a model is counted for before loading is its weights and the cache the engine then allocates", async () => {
+        const layout = { contextSize: 4096, slots: 1, batchSize: 512, swaFullCache: false };
+        const facts = await readModelFileFacts(maplePath, layout);
+        assert.equal(facts.memoryBytes, facts.weightsBytes + maple.runtime.kvBytesPerSlot);
+        assert.equal((await readModelFileFacts(maplePath, { ...layout, swaFullCache: true })).memoryBytes, facts.weightsBytes + maple.runtime.kvBytesPerSlotFull);
+        // Unset, the context is fitted as the engine fits it: the training context (32768 on maple-tiny) when unbounded, less within a bound.
+        const slots = 4;
+        const unbounded = await readModelFileFacts(maplePath, { ...layout, contextSize: undefined, slots });
+        const trainContext = bytesPerLayerToken * (32_768 + 3 * 768);
+        assert.equal(unbounded.memoryBytes, facts.weightsBytes + slots * trainContext);
+        const budget = slots * trainContext / 2;
+        const bounded = await readModelFileFacts(maplePath, { ...layout, contextSize: undefined, slots, kvBudgetBytes: budget });
+        // The largest multiple of 1024 tokens whose KV cells and 4 checkpoints (each the 3 sliding layers' 768 cells) fit.
+        const contextSize = (bounded.memoryBytes - facts.weightsBytes) / slots / bytesPerLayerToken - 3 * 768;
+        assert.equal(contextSize % 1024, 0, `context ${contextSize}`);
+        const slotBytes = (size: number): number => bytesPerLayerToken * (size + 3 * 768 + 4 * 3 * 768);
+        assert.ok(slots * slotBytes(contextSize) <= budget && slots * slotBytes(contextSize + 1024) > budget, `context ${contextSize}`);
     });
 });
