@@ -10,11 +10,13 @@
  *
  * Each server gets one core for everything (one llama.cpp thread, its HTTP and, for Maple, the
  * event loop), so whatever runs beside the decode is paid from the decode's own core, as it is
- * when a server shares its cores with nothing idle. Three phases:
+ * when a server shares its cores with nothing idle. Four phases:
  * - one stream: the same prompt and seed to both at once, `--pairs` times;
  * - `--parallel` streams at once to each server at the same time, `--pairs` times;
  * - the floor: llama-bench's decode at the prompt's depth on one core while Maple generates on the
- *   other, Maple's requests timed only while llama-bench runs.
+ *   other, Maple's requests timed only while llama-bench runs;
+ * - the floor alone: llama-bench, llama-server and Maple in turn on the same core, the other one
+ *   idle, `--floor-pairs` rounds that alternate the order (4 cover both cores in both orders).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { parseArgs, promisify } from "node:util";
@@ -40,6 +42,8 @@ const { values } = parseArgs({
 });
 const pairs = Number(values.pairs);
 const floorPairs = Number(values["floor-pairs"]);
+// Requests (and llama-bench repetitions) per side of a pair in the alone floor phase.
+const aloneRequests = 3;
 const parallel = Number(values.parallel);
 const promptTokens = Number(values["prompt-tokens"]);
 const contextSize = Number(values["context-size"]);
@@ -158,16 +162,60 @@ try {
             + `(${(median(rates) / benchResult.decodeAtDepthTokensPerSecond).toFixed(3)}×)`);
     }
 
+    // The floor again, each alone on the same core in turn: llama-bench beside a decoding Maple
+    // shares the machine's memory bandwidth with it in unlike phases (its untimed depth prefill
+    // runs against Maple's timed decode), while here each decodes with the other core idle but for
+    // the client. llama-server takes the same turns, which says how far from llama-bench a server
+    // of llama.cpp's own gets. The order reverses every other round (llama-server in the middle), so
+    // a machine speeding up or slowing down over a round favours no one.
+    const alone: { bench: number; server: number; maple: number }[] = [];
+    for (let index = 0; index < floorPairs; index++) {
+        const core = cores[Math.floor(index / 2) % 2]!;
+        const otherCore = cores[(Math.floor(index / 2) + 1) % 2]!;
+        await pin(maple, core);
+        await pin(llamaServer, core);
+        const timeServer = async (server: Server): Promise<number> => {
+            const rates: number[] = [];
+            for (let request = 0; request < aloneRequests; request++) {
+                const timing = await timeCompletionStream(server.url, { prompt: runPrompt(200 + request, promptTokens), ...sampling, seed: request + 1 });
+                rates.push(timing.decodeTokensPerSecond);
+            }
+            return median(rates);
+        };
+        const timeBench = async (): Promise<number> => {
+            const result = await runLlamaBenchOn(core, aloneRequests);
+            if (result.cpuVariant !== kernels) throw new Error(`llama-bench ran ${result.cpuVariant ?? "no CPU kernel file"}, the servers ${kernels}: not comparing`);
+            return result.decodeAtDepthTokensPerSecond;
+        };
+        const benchFirst = index % 2 === 1;
+        const row = { bench: 0, server: 0, maple: 0 };
+        if (benchFirst) row.bench = await timeBench();
+        else row.maple = await timeServer(maple);
+        row.server = await timeServer(llamaServer);
+        if (benchFirst) row.maple = await timeServer(maple);
+        else row.bench = await timeBench();
+        alone.push(row);
+        console.log(`floor alone, round ${index + 1} (cpu ${core}, ${benchFirst ? "llama-bench first" : "Maple first"}, cpu ${otherCore} idle): llama-bench at depth `
+            + `${promptTokens} ${row.bench.toFixed(1)}, llama-server ${row.server.toFixed(1)}, Maple ${row.maple.toFixed(1)} tok/s (medians of ${aloneRequests}) `
+            + `(Maple ${(row.maple / row.bench).toFixed(3)}×, llama-server ${(row.server / row.bench).toFixed(3)}× llama-bench)`);
+    }
+
     console.log(`\nMaple / llama-server at the same moment, one stream: ${ratios(oneStream)}; ${summary(oneStream)}`);
     console.log(`Maple / llama-server at the same moment, ${parallel} streams: ${ratios(streams)}; ${summary(streams)}`);
-    if (floor.length > 0) console.log(`Maple / llama-bench's decode at depth ${promptTokens}: ${ratios(floor)}; ${summary(floor)}`);
+    if (floor.length > 0) console.log(`Maple / llama-bench's decode at depth ${promptTokens}, beside each other: ${ratios(floor)}; ${summary(floor)}`);
+    if (alone.length > 0) {
+        const mapleRows = alone.map((row) => ({ server: row.bench, maple: row.maple }));
+        const serverRows = alone.map((row) => ({ server: row.bench, maple: row.server }));
+        console.log(`Maple / llama-bench's decode at depth ${promptTokens}, each alone in turn: ${ratios(mapleRows)}; ${summary(mapleRows)}`);
+        console.log(`llama-server / llama-bench's decode at depth ${promptTokens}, each alone in turn: ${ratios(serverRows)}; ${summary(serverRows)}`);
+    }
 } finally {
     await Promise.all([stop(llamaServer), stop(maple)]);
 }
 
 /** llama-bench at the prompt's depth, pinned to `core`, with enough repetitions to outlast several Maple requests. */
-async function runLlamaBenchOn(core: string): Promise<{ decodeAtDepthTokensPerSecond: number; cpuVariant: string | undefined }> {
+async function runLlamaBenchOn(core: string, repetitions = 5): Promise<{ decodeAtDepthTokensPerSecond: number; cpuVariant: string | undefined }> {
     const { rows, cpuVariant } = await llamaBenchRows(["taskset", "-c", core, tools.bench, "-m", model.path, "-t", "1", "-p", "0",
-        "-n", String(sampling.max_tokens), "-d", String(promptTokens), "-r", "5"]);
+        "-n", String(sampling.max_tokens), "-d", String(promptTokens), "-r", String(repetitions)]);
     return { decodeAtDepthTokensPerSecond: rows.find((row) => row.n_gen > 0)?.avg_ts ?? NaN, cpuVariant };
 }
