@@ -42,7 +42,7 @@ const { values } = parseArgs({
 });
 const pairs = Number(values.pairs);
 const floorPairs = Number(values["floor-pairs"]);
-// Requests (and llama-bench repetitions) per side of a pair in the alone floor phase.
+// Requests (and llama-bench repetitions) per turn of a round in the alone floor phase.
 const aloneRequests = 3;
 const parallel = Number(values.parallel);
 const promptTokens = Number(values["prompt-tokens"]);
@@ -149,17 +149,16 @@ try {
         await pin(llamaServer, benchCore);
         const rates: number[] = [];
         let benchRunning = true;
-        const bench = runLlamaBenchOn(benchCore).finally(() => (benchRunning = false));
+        const bench = runLlamaBenchOn(benchCore, kernels).finally(() => (benchRunning = false));
         for (let request = 0; benchRunning; request++) {
             const timing = await timeCompletionStream(maple.url, { prompt: runPrompt(100 + request, promptTokens), ...sampling, seed: request + 1 });
             if (benchRunning) rates.push(timing.decodeTokensPerSecond);
         }
-        const benchResult = await bench;
-        if (benchResult.cpuVariant !== kernels) throw new Error(`llama-bench ran ${benchResult.cpuVariant ?? "no CPU kernel file"}, the servers ${kernels}: not comparing`);
-        floor.push({ server: benchResult.decodeAtDepthTokensPerSecond, maple: median(rates) });
+        const benchRate = await bench;
+        floor.push({ server: benchRate, maple: median(rates) });
         console.log(`floor, pair ${index + 1} (llama-bench on cpu ${benchCore}): llama-bench at depth ${promptTokens} `
-            + `${benchResult.decodeAtDepthTokensPerSecond.toFixed(1)} tok/s, Maple ${median(rates).toFixed(1)} tok/s over ${rates.length} requests `
-            + `(${(median(rates) / benchResult.decodeAtDepthTokensPerSecond).toFixed(3)}×)`);
+            + `${benchRate.toFixed(1)} tok/s, Maple ${median(rates).toFixed(1)} tok/s over ${rates.length} requests `
+            + `(${(median(rates) / benchRate).toFixed(3)}×)`);
     }
 
     // The floor again, each alone on the same core in turn: llama-bench beside a decoding Maple
@@ -168,32 +167,28 @@ try {
     // the client. llama-server takes the same turns, which says how far from llama-bench a server
     // of llama.cpp's own gets. The order reverses every other round (llama-server in the middle), so
     // a machine speeding up or slowing down over a round favours no one.
+    const timeAlone = async (server: Server): Promise<number> => {
+        const rates: number[] = [];
+        for (let request = 0; request < aloneRequests; request++) {
+            const timing = await timeCompletionStream(server.url, { prompt: runPrompt(200 + request, promptTokens), ...sampling, seed: request + 1 });
+            rates.push(timing.decodeTokensPerSecond);
+        }
+        return median(rates);
+    };
     const alone: { bench: number; server: number; maple: number }[] = [];
     for (let index = 0; index < floorPairs; index++) {
         const core = cores[Math.floor(index / 2) % 2]!;
         const otherCore = cores[(Math.floor(index / 2) + 1) % 2]!;
         await pin(maple, core);
         await pin(llamaServer, core);
-        const timeServer = async (server: Server): Promise<number> => {
-            const rates: number[] = [];
-            for (let request = 0; request < aloneRequests; request++) {
-                const timing = await timeCompletionStream(server.url, { prompt: runPrompt(200 + request, promptTokens), ...sampling, seed: request + 1 });
-                rates.push(timing.decodeTokensPerSecond);
-            }
-            return median(rates);
-        };
-        const timeBench = async (): Promise<number> => {
-            const result = await runLlamaBenchOn(core, aloneRequests);
-            if (result.cpuVariant !== kernels) throw new Error(`llama-bench ran ${result.cpuVariant ?? "no CPU kernel file"}, the servers ${kernels}: not comparing`);
-            return result.decodeAtDepthTokensPerSecond;
-        };
-        const benchFirst = index % 2 === 1;
         const row = { bench: 0, server: 0, maple: 0 };
-        if (benchFirst) row.bench = await timeBench();
-        else row.maple = await timeServer(maple);
-        row.server = await timeServer(llamaServer);
-        if (benchFirst) row.maple = await timeServer(maple);
-        else row.bench = await timeBench();
+        const turns = [
+            async () => (row.maple = await timeAlone(maple)),
+            async () => (row.server = await timeAlone(llamaServer)),
+            async () => (row.bench = await runLlamaBenchOn(core, kernels, aloneRequests))
+        ];
+        const benchFirst = index % 2 === 1;
+        for (const turn of benchFirst ? turns.reverse() : turns) await turn();
         alone.push(row);
         console.log(`floor alone, round ${index + 1} (cpu ${core}, ${benchFirst ? "llama-bench first" : "Maple first"}, cpu ${otherCore} idle): llama-bench at depth `
             + `${promptTokens} ${row.bench.toFixed(1)}, llama-server ${row.server.toFixed(1)}, Maple ${row.maple.toFixed(1)} tok/s (medians of ${aloneRequests}) `
@@ -213,9 +208,13 @@ try {
     await Promise.all([stop(llamaServer), stop(maple)]);
 }
 
-/** llama-bench at the prompt's depth, pinned to `core`, with enough repetitions to outlast several Maple requests. */
-async function runLlamaBenchOn(core: string, repetitions = 5): Promise<{ decodeAtDepthTokensPerSecond: number; cpuVariant: string | undefined }> {
+/**
+ * llama-bench's decode rate at the prompt's depth, pinned to `core` (by default with enough
+ * repetitions to outlast several Maple requests); refuses a run on other kernels than the servers'.
+ */
+async function runLlamaBenchOn(core: string, kernels: string, repetitions = 5): Promise<number> {
     const { rows, cpuVariant } = await llamaBenchRows(["taskset", "-c", core, tools.bench, "-m", model.path, "-t", "1", "-p", "0",
         "-n", String(sampling.max_tokens), "-d", String(promptTokens), "-r", String(repetitions)]);
-    return { decodeAtDepthTokensPerSecond: rows.find((row) => row.n_gen > 0)?.avg_ts ?? NaN, cpuVariant };
+    if (cpuVariant !== kernels) throw new Error(`llama-bench ran ${cpuVariant ?? "no CPU kernel file"}, the servers ${kernels}: not comparing`);
+    return rows.find((row) => row.n_gen > 0)?.avg_ts ?? NaN;
 }
