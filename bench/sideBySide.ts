@@ -7,6 +7,7 @@
  *
  *   npm run build && node dist/bench/sideBySide.js [--model synthetic:qwen3-0.6b] [--pairs 8]
  *       [--parallel 4] [--prompt-tokens 200] [--max-tokens 128] [--floor-pairs 2] [--swa-full]
+ *       [--warm-up-tokens 2048]
  *
  * Each server gets one core for everything (one llama.cpp thread, its HTTP and, for Maple, the
  * event loop), so whatever runs beside the decode is paid from the decode's own core, as it is
@@ -37,7 +38,8 @@ const { values } = parseArgs({
         "prompt-tokens": { type: "string", default: "200" },
         "max-tokens": { type: "string", default: "128" },
         "context-size": { type: "string", default: "4096" },
-        "swa-full": { type: "boolean", default: false }
+        "swa-full": { type: "boolean", default: false },
+        "warm-up-tokens": { type: "string", default: "2048" }
     }
 });
 const pairs = Number(values.pairs);
@@ -51,6 +53,7 @@ const contextSize = Number(values["context-size"]);
 // every token (`--swa-full`). Comparing one against the other measures the cache, not the server.
 const swaFull = values["swa-full"] === true;
 const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
+const warmUpTokens = Number(values["warm-up-tokens"]);
 const cores = ["0", "1"] as const;
 if (pairs % 2 !== 0 || floorPairs % 2 !== 0) throw new Error("--pairs and --floor-pairs must be even: each swapped pair runs both placements on the cores");
 
@@ -70,8 +73,20 @@ async function start(name: string, core: string, command: string, args: (port: n
     const child = spawn("taskset", ["-c", core, command, ...args(port)], { stdio: ["ignore", "ignore", name === "maple serve" ? "inherit" : "ignore"] });
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, child);
-    await timeCompletionStream(url, { prompt: "warm up", ...sampling, max_tokens: 8 });
     return { name, child, url };
+}
+
+/**
+ * Decodes `warmUpTokens` one stream at a time, then a round of `--parallel` streams, before
+ * anything is timed. V8 compiles a per-token function optimized only after it has run a while:
+ * on the maple-preview twin Maple's main thread spent 1.77 ms of CPU a token over its first 256
+ * tokens, 1.22 over tokens 512-768 and 0.89 past 1,800, on the decode's own core. A server
+ * that has been up for a while runs warm; a C++ server has no such start.
+ */
+async function warmUp(server: Server): Promise<void> {
+    for (let request = 0, tokens = 0; tokens < warmUpTokens; request++, tokens += sampling.max_tokens)
+        await timeCompletionStream(server.url, { prompt: runPrompt(300 + request, promptTokens), ...sampling, seed: request + 1 });
+    await parallelAggregate(server.url, parallel, sampling);
 }
 
 /** Moves every thread of the process to `core` (threads started later inherit it). */
@@ -118,9 +133,10 @@ function summary(rows: readonly { server: number; maple: number }[]): string {
 }
 
 try {
+    await Promise.all([warmUp(llamaServer), warmUp(maple)]);
     const kernels = await requireSameKernels([{ name: "llama-server", pid: llamaServer.child.pid! }, { name: "maple serve", pid: maple.child.pid! }]);
     console.log(`model ${values.model} (${model.path}), 1 thread and 1 core each, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
-        + `${pairs} pairs, ${parallel} streams at once, sliding-window layers keep ${swaFull ? "every token (--swa-full)" : "their window"}`);
+        + `${pairs} pairs, ${parallel} streams at once, both warmed with ${warmUpTokens} tokens, sliding-window layers keep ${swaFull ? "every token (--swa-full)" : "their window"}`);
 
     const oneStream: { server: number; maple: number }[] = [];
     for (let index = 0; index < pairs; index++) {
