@@ -76,16 +76,25 @@ async function start(name: string, core: string, command: string, args: (port: n
     return { name, child, url };
 }
 
+/** Decode rates of `count` one-stream requests in a row, on prompts numbered from `firstPrompt`. */
+async function oneAfterAnother(server: Server, count: number, firstPrompt: number): Promise<number[]> {
+    const rates: number[] = [];
+    for (let request = 0; request < count; request++) {
+        const timing = await timeCompletionStream(server.url, { prompt: runPrompt(firstPrompt + request, promptTokens), ...sampling, seed: request + 1 });
+        rates.push(timing.decodeTokensPerSecond);
+    }
+    return rates;
+}
+
 /**
  * Decodes `warmUpTokens` one stream at a time, then a round of `--parallel` streams, before
- * anything is timed. V8 compiles a per-token function optimized only after it has run a while:
- * on the maple-preview twin Maple's main thread spent 1.77 ms of CPU a token over its first 256
- * tokens, 1.22 over tokens 512-768 and 0.89 past 1,800, on the decode's own core. A server
- * that has been up for a while runs warm; a C++ server has no such start.
+ * anything is timed. V8 optimizes the per-token functions only after they have run a while: on
+ * the maple-preview twin Maple's main thread spent 1.77 ms of CPU a token over its first 256
+ * tokens, 1.22 over tokens 512-768 and 0.89 past 1,800, on the decode's own core. A server that
+ * has been up for a while runs warm; a C++ server has no such start.
  */
 async function warmUp(server: Server): Promise<void> {
-    for (let request = 0, tokens = 0; tokens < warmUpTokens; request++, tokens += sampling.max_tokens)
-        await timeCompletionStream(server.url, { prompt: runPrompt(300 + request, promptTokens), ...sampling, seed: request + 1 });
+    await oneAfterAnother(server, Math.ceil(warmUpTokens / sampling.max_tokens), 300);
     await parallelAggregate(server.url, parallel, sampling);
 }
 
@@ -183,14 +192,7 @@ try {
     // the client. llama-server takes the same turns, which says how far from llama-bench a server
     // of llama.cpp's own gets. The order reverses every other round (llama-server in the middle), so
     // a machine speeding up or slowing down over a round favours no one.
-    const timeAlone = async (server: Server): Promise<number> => {
-        const rates: number[] = [];
-        for (let request = 0; request < aloneRequests; request++) {
-            const timing = await timeCompletionStream(server.url, { prompt: runPrompt(200 + request, promptTokens), ...sampling, seed: request + 1 });
-            rates.push(timing.decodeTokensPerSecond);
-        }
-        return median(rates);
-    };
+    const timeAlone = async (server: Server): Promise<number> => median(await oneAfterAnother(server, aloneRequests, 200));
     const alone: { bench: number; server: number; maple: number }[] = [];
     for (let index = 0; index < floorPairs; index++) {
         const core = cores[Math.floor(index / 2) % 2]!;
