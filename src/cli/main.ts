@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, resolveConfig, settings } from "../config/settings.js";
 import { ModelSpecError } from "../models/resolveModel.js";
 import { createLogger } from "../server/logger.js";
-import { startServer, version, type LoadStage } from "../server/startServer.js";
+import { ListenError, startServer, version, type LoadStage, type RunningServer } from "../server/startServer.js";
 import { mainHelp, serveHelp } from "./help.js";
 import { modelsCommand, pullCommand, rmCommand, type CommandIo } from "./modelCommands.js";
 import { createProgressReporter } from "./progress.js";
@@ -81,18 +81,27 @@ async function serve(args: string[]): Promise<number> {
 
     const logger = createLogger(config.logLevel);
     const bars = new Map<LoadStage, ReturnType<typeof createProgressReporter>>();
-    const server = await startServer(config, {
-        logger,
-        onProgress: (stage, done, total) => {
-            let bar = bars.get(stage);
-            if (bar === undefined) {
-                bar = createProgressReporter({ label: labels[stage], showBytes: stage !== "load" });
-                bars.set(stage, bar);
+    let server: RunningServer;
+    try {
+        server = await startServer(config, {
+            logger,
+            onProgress: (stage, done, total) => {
+                let bar = bars.get(stage);
+                if (bar === undefined) {
+                    bar = createProgressReporter({ label: labels[stage], showBytes: stage !== "load" });
+                    bars.set(stage, bar);
+                }
+                bar.update(done, total);
+                if (total > 0 && done >= total) bar.done();
             }
-            bar.update(done, total);
-            if (total > 0 && done >= total) bar.done();
+        });
+    } catch (error) {
+        if (error instanceof ListenError) {
+            console.error(`maple serve: ${error.message}`);
+            return 1;
         }
-    });
+        throw error;
+    }
 
     let stopping = false;
     const stop = async (signal: NodeJS.Signals): Promise<void> => {

@@ -77,7 +77,10 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const responseStore = openResponseStore(config, logger);
     const app = buildApp({ config, host, models, logger, version, shutdownSignal: shutdown.signal, responseStore });
     app.addHook("onClose", () => responseStore.close());
-    await app.listen({ host: config.host, port: config.port });
+    await app.listen({ host: config.host, port: config.port }).catch(async (error: unknown) => {
+        await app.close();
+        throw listenError(error, config.host, config.port, "--port or MAPLE_PORT");
+    });
     const urlOf = (server: Server, fallbackPort: number): string => {
         const address = server.address();
         const port = typeof address === "object" && address !== null ? address.port : fallbackPort;
@@ -87,7 +90,7 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const ollamaListener = config.ollamaPort === undefined ? undefined : await listenAlso(app, config.host, config.ollamaPort).catch(async (error: unknown) => {
         // A taken port: nothing stays listening on the first one either.
         await app.close();
-        throw error;
+        throw listenError(error, config.host, config.ollamaPort ?? 0, "--ollama-port or MAPLE_OLLAMA_PORT");
     });
     const ollamaUrl = ollamaListener === undefined ? undefined : urlOf(ollamaListener, config.ollamaPort ?? 0);
     logger.info({ url, ...(ollamaUrl !== undefined ? { ollamaUrl } : {}), version }, "Maple is listening; loading the model");
@@ -120,6 +123,28 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
             return closing;
         }
     };
+}
+
+/** The server could not listen where it was told to: the port is taken or not permitted. */
+export class ListenError extends Error {
+    constructor(message: string, options: { cause: unknown }) {
+        super(message, options);
+        this.name = "ListenError";
+    }
+}
+
+/** Names the address and what to change in place of Node's `listen EADDRINUSE: address already in use` and its stack. */
+function listenError(error: unknown, host: string, port: number, setting: string): unknown {
+    const code = (error as NodeJS.ErrnoException).code;
+    const address = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+    const reasons: Record<string, string> = {
+        EADDRINUSE: "the port is already in use (another server, or Maple already running?)",
+        EACCES: "permission denied (ports below 1024 need privileges)",
+        EADDRNOTAVAIL: "no network interface has that address"
+    };
+    const why = code === undefined ? undefined : reasons[code];
+    if (why === undefined) return error;
+    return new ListenError(`cannot listen on ${address}: ${why}; choose another with ${setting}`, { cause: error });
 }
 
 /**

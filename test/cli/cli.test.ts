@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { settings } from "../../src/config/settings.js";
@@ -95,6 +96,27 @@ describe("maple CLI", () => {
             assert.equal(stdout, "", "nothing started");
         });
     }
+
+    it("exits 1 with one line naming the address and the setting when a port is taken, no stack trace", async () => {
+        const taken = createNetServer();
+        taken.listen(0, "127.0.0.1");
+        await once(taken, "listening");
+        const port = String((taken.address() as AddressInfo).port);
+        try {
+            for (const [env, setting] of [
+                [{ MAPLE_PORT: port }, "--port or MAPLE_PORT"],
+                [{ MAPLE_PORT: "0", MAPLE_OLLAMA_PORT: port }, "--ollama-port or MAPLE_OLLAMA_PORT"]
+            ] as const) {
+                const { code, signal, stderr } = await runMaple(["serve"], { MAPLE_MODEL: join(tempDir, "never-read.gguf"), MAPLE_LOG_LEVEL: "warn", ...env });
+                assert.equal(signal, null, "it exits by itself: nothing keeps it alive");
+                assert.equal(code, 1, stderr);
+                assert.equal(lines(stderr).length, 1, stderr);
+                assert.equal(stderr.trim(), `maple serve: cannot listen on 127.0.0.1:${port}: the port is already in use (another server, or Maple already running?); choose another with ${setting}`);
+            }
+        } finally {
+            taken.close();
+        }
+    });
 
     /** A model that cannot be served: the process ends non-zero with a clear line on stderr. */
     async function serveBadModel(path: string): Promise<string> {
