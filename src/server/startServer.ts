@@ -84,7 +84,7 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     const urlOf = (server: Server, fallbackPort: number): string => {
         const address = server.address();
         const port = typeof address === "object" && address !== null ? address.port : fallbackPort;
-        return `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+        return `http://${hostAndPort(config.host, port)}`;
     };
     const url = urlOf(app.server, config.port);
     const ollamaListener = config.ollamaPort === undefined ? undefined : await listenAlso(app, config.host, config.ollamaPort).catch(async (error: unknown) => {
@@ -133,18 +133,22 @@ export class ListenError extends Error {
     }
 }
 
+/** `127.0.0.1:8080`, or `[::1]:8080` for an IPv6 host. */
+function hostAndPort(host: string, port: number): string {
+    return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+const listenFailures: Partial<Record<string, string>> = {
+    EADDRINUSE: "the port is already in use (another server, or Maple already running?)",
+    EACCES: "permission denied (ports below 1024 need privileges)",
+    EADDRNOTAVAIL: "no network interface has that address"
+};
+
 /** Names the address and what to change in place of Node's `listen EADDRINUSE: address already in use` and its stack. */
 function listenError(error: unknown, host: string, port: number, setting: string): unknown {
-    const code = (error as NodeJS.ErrnoException).code;
-    const address = `${host.includes(":") ? `[${host}]` : host}:${port}`;
-    const reasons: Record<string, string> = {
-        EADDRINUSE: "the port is already in use (another server, or Maple already running?)",
-        EACCES: "permission denied (ports below 1024 need privileges)",
-        EADDRNOTAVAIL: "no network interface has that address"
-    };
-    const why = code === undefined ? undefined : reasons[code];
+    const why = listenFailures[(error as NodeJS.ErrnoException).code ?? ""];
     if (why === undefined) return error;
-    return new ListenError(`cannot listen on ${address}: ${why}; choose another with ${setting}`, { cause: error });
+    return new ListenError(`cannot listen on ${hostAndPort(host, port)}: ${why}; choose another with ${setting}`, { cause: error });
 }
 
 /**
