@@ -1,3 +1,4 @@
+import { LruCache } from "../lruCache.js";
 import { buildChatPrompt, type ChatTemplateSource, type ChatPromptRequest } from "./chatPrompt.js";
 
 /**
@@ -16,14 +17,42 @@ export function preambleCharacters(source: ChatTemplateSource, request: ChatProm
     const leading = request.messages.findIndex((message) => message.role !== "system" && message.role !== "developer");
     const system = request.messages.slice(0, leading === -1 ? request.messages.length : leading);
     if (system.length === 0 && request.tools.length === 0) return undefined;
-    let renders: string[];
-    try {
-        renders = placeholders.map((content) => buildChatPrompt(source, { ...request, messages: [...system, { role: "user", content }] }).text);
-    } catch {
-        return undefined;
-    }
-    const shared = Math.min(commonPrefixLength(renders[0]!, renders[1]!), commonPrefixLength(renders[0]!, prompt));
+    const render = preambleRender(source, { ...request, messages: system });
+    if (render === undefined) return undefined;
+    const shared = Math.min(render.placeholdersShare, commonPrefixLength(render.text, prompt));
     return shared > 0 ? shared : undefined;
+}
+
+/** The leading messages rendered with the first placeholder, and how many characters the two placeholders' renders share. */
+interface PreambleRender {
+    text: string;
+    placeholdersShare: number;
+}
+
+/**
+ * Preamble renders by template, then by preamble: every session of an agent kind sends the same
+ * one, and its two renders (each a full pass of the Jinja template over the system prompt and
+ * the tools' JSON) were the dearest part of a chat request's set-up on the event loop.
+ */
+const preambleRenders = new WeakMap<ChatTemplateSource, LruCache<string, PreambleRender | null>>();
+const preamblesPerTemplate = 64;
+
+/** `request.messages` is the preamble's messages; undefined when the template will not render it. */
+function preambleRender(source: ChatTemplateSource, request: ChatPromptRequest): PreambleRender | undefined {
+    let renders = preambleRenders.get(source);
+    if (renders === undefined) preambleRenders.set(source, renders = new LruCache(preamblesPerTemplate));
+    const key = JSON.stringify([request.messages, request.tools, request.templateKwargs]);
+    let render = renders.get(key);
+    if (render === undefined) {
+        try {
+            const [first, second] = placeholders.map((content) => buildChatPrompt(source, { ...request, messages: [...request.messages, { role: "user", content }] }).text);
+            render = { text: first!, placeholdersShare: commonPrefixLength(first!, second!) };
+        } catch {
+            render = null;
+        }
+        renders.set(key, render);
+    }
+    return render ?? undefined;
 }
 
 /** Two user messages that share no first character (a template may trim whitespace). */

@@ -1,7 +1,7 @@
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { InvalidGrammarError } from "../errors.js";
 import { anyObjectGrammarRules, schemaGrammarRules } from "../grammar/jsonGrammarRules.js";
-import { LruCache } from "./lruCache.js";
+import { LruCache } from "../lruCache.js";
 import type { EngineGrammar, GrammarJsonSchema } from "./types.js";
 
 /** A grammar compiled by llama.cpp; each generation gets its own evaluation state from it. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LruCache } from "../../src/engine/lruCache.js";
+import { LruCache } from "../src/lruCache.js";
 
 describe("LruCache", () => {
     it("evicts the least recently used entry beyond its capacity; a read counts as a use", () => {
