@@ -1,5 +1,5 @@
 // Rebuilds node-llama-cpp's native addon (llama-addon.node) from the source it ships, with
-// addonHunks.js applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
+// addonHunks.js and samplerHunks.js applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
 // libggml and CPU kernel files, only the addon's own code changes. Takes ~20 s of two cores; needs
 // a C++ compiler and git (the llama.cpp headers come from the package's git bundle). Without
 // them, or on a platform with no CPU prebuilt here, it says so and leaves the prebuilt addon,
@@ -13,6 +13,7 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { headerHunks, sourceHunks } from "./addonHunks.js";
 import { applyHunks } from "./hunks.js";
+import { samplerHunks } from "./samplerHunks.js";
 
 const run = promisify(execFile);
 const stampName = "maple-addon.json";
@@ -51,6 +52,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
     // The patch's own text and the package's version name the build: a new patch rebuilds.
     const recipe = createHash("sha256")
         .update(await readFile(new URL("./addonHunks.js", import.meta.url)))
+        .update(await readFile(new URL("./samplerHunks.js", import.meta.url)))
         .update(await readFile(new URL(import.meta.url)))
         .update(await readFile(join(packageDir, "package.json")))
         .digest("hex");
@@ -72,6 +74,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         await copyTree(addonSource, sources);
         await patchFile(join(sources, "AddonContext.h"), headerHunks);
         await patchFile(join(sources, "AddonContext.cpp"), sourceHunks);
+        await patchFile(join(sources, "AddonSampler.cpp"), samplerHunks);
 
         const files = (await listFiles(sources)).filter((file) => file.endsWith(".cpp"));
         const nodeAddonApi = join(nodeModules, "node-addon-api");
@@ -99,7 +102,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         if (!existsSync(stock)) await copyFile(addon, stock);
         await rename(built, addon);
         await writeFile(stampPath, `${JSON.stringify({ recipe, addon: await sha256(addon) }, null, 2)}\n`);
-        return "addon rebuilt: tokens are sampled inside the decode job";
+        return "addon rebuilt: tokens are sampled inside the decode job, samplers reuse their buffers";
     } finally {
         await rm(work, { recursive: true, force: true });
         await rm(join(binaries, "llama-addon.maple.node"), { force: true });
