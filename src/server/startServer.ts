@@ -176,7 +176,7 @@ async function closeListener(server: Server): Promise<void> {
 }
 
 export const threadPoolWarning = "UV_THREADPOOL_SIZE is not set, so libuv's pool has 4 threads and llama.cpp's decode and "
-    + "sampling calls hop between them (measured: 16% slower decoding on qwen3-0.6b). Start Maple with the maple command, or set "
+    + "sampling calls hop between them (measured: 1-5% slower decoding on qwen3-0.6b with 2 threads). Start Maple with the maple command, or set "
     + "UV_THREADPOOL_SIZE=1 before node starts (setting it from an ES module is too late).";
 
 const loadingStages = { download: "downloading", verify: "verifying", write: "writing" } as const;
