@@ -7,9 +7,13 @@
  *
  *   npm run build && node dist/bench/launches.js [--model synthetic:qwen3-0.6b] [--threads 1]
  *       [--rounds 3] [--runs 2] [--parallel 4] [--maple DIR]... [--prompt-tokens 200] [--max-tokens 128]
+ *       [--warm-up-tokens 2048] [--swa-full]
  *
  * `--maple DIR` (repeatable) is a built checkout of Maple (default: this one); two of them compare
- * builds. Every process's CPU kernel file is checked to be the same.
+ * builds. Every process's CPU kernel file is checked to be the same. Both servers keep the same
+ * sliding-window cache (their window, or every token with `--swa-full`), and each launch is warmed
+ * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
+ * timed (see warmUp).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
@@ -30,7 +34,9 @@ const { values } = parseArgs({
         maple: { type: "string", multiple: true },
         "prompt-tokens": { type: "string", default: "200" },
         "max-tokens": { type: "string", default: "128" },
-        "context-size": { type: "string", default: "4096" }
+        "context-size": { type: "string", default: "4096" },
+        "warm-up-tokens": { type: "string", default: "2048" },
+        "swa-full": { type: "boolean", default: false }
     }
 });
 const threads = values.threads;
@@ -39,6 +45,9 @@ const runs = Number(values.runs);
 const parallel = Number(values.parallel);
 const promptTokens = Number(values["prompt-tokens"]);
 const contextSize = Number(values["context-size"]);
+const warmUpTokens = Number(values["warm-up-tokens"]);
+// Windowed or full, the same on both sides: one against the other measures the cache, not the server.
+const swaFull = values["swa-full"] === true;
 const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
 
 interface Contender {
@@ -68,12 +77,12 @@ const contenders: Contender[] = [
     {
         name: "llama-server",
         start: (port) => spawn(tools.server, ["-m", model.path, "-t", threads, "-tb", threads, "-c", String(contextSize * parallel),
-            "-np", String(parallel), "--swa-full", "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" })
+            "-np", String(parallel), ...(swaFull ? ["--swa-full"] : []), "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" })
     },
     ...mapleDirs.map((dir, index) => ({
         name: mapleDirs.length === 1 ? "maple serve" : `maple serve #${index + 1} (${dir})`,
         start: (port: number) => spawn(process.execPath, [`${dir.replace(/\/$/, "")}/bin/maple.cjs`, "serve", "--model", model.path,
-            "--port", String(port), "--threads", threads, "--parallel", String(parallel), "--context-size", String(contextSize), "--log-level", "warn"],
+            "--port", String(port), "--threads", threads, "--parallel", String(parallel), "--context-size", String(contextSize), "--swa-full", String(swaFull), "--log-level", "warn"],
         { stdio: ["ignore", "ignore", "inherit"] })
     }))
 ];
@@ -98,13 +107,26 @@ function stop(child: ChildProcess): Promise<void> {
     });
 }
 
+/**
+ * Decodes `warmUpTokens` one stream at a time, then a round of `--parallel` streams. V8 optimizes
+ * Maple's per-token functions only after they have run a while (its main thread's CPU a token on
+ * the maple-preview twin: 1.77 ms over a fresh launch's first 256 tokens, 0.89 past 1,800); a
+ * server that has been up a while runs warm, and a C++ server has no such start.
+ */
+async function warmUp(url: string): Promise<void> {
+    for (let request = 0; request < Math.ceil(warmUpTokens / sampling.max_tokens); request++) {
+        await timeCompletionStream(url, { prompt: runPrompt(300 + request, promptTokens), ...sampling, seed: request + 1 });
+    }
+    if (parallel > 1) await parallelAggregate(url, parallel, sampling);
+}
+
 async function launch(contender: Contender, round: number, kernels: string): Promise<Launch> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const child = contender.start(port);
     try {
         await waitForHealth(url, child);
-        await timeCompletionStream(url, { prompt: "warm up", ...sampling, max_tokens: 8 });
+        await warmUp(url);
         const variant = await mappedCpuVariant(child.pid!);
         if (variant !== kernels) throw new Error(`${contender.name} mapped ${variant ?? "no CPU kernel file"}, llama-bench ${kernels}: not comparing`);
         const timings = [];
@@ -133,7 +155,8 @@ async function launch(contender: Contender, round: number, kernels: string): Pro
 }
 
 console.log(`model ${values.model} (${model.path}), threads ${threads}, prompt ~${promptTokens} tokens, ${sampling.max_tokens} generated, `
-    + `${rounds} rounds of one launch each, ${runs} runs a launch, ${parallel} streams at once`);
+    + `${rounds} rounds of one launch each, ${runs} runs a launch, ${parallel} streams at once, each launch warmed with ${warmUpTokens} tokens, `
+    + `sliding-window layers keep ${swaFull ? "every token (--swa-full)" : "their window"}`);
 const launches = new Map<string, Launch[]>(contenders.map((each) => [each.name, []]));
 const floors: number[] = [];
 for (let round = 0; round < rounds; round++) {
