@@ -1,6 +1,7 @@
 import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import type { RequestSampling, EvaluationOutput } from "./samplingAdapters.js";
 import type { StepBarrier } from "./stepBarrier.js";
+import type { DirectSteps, NativeSampler } from "./directSteps.js";
 import { dropUntrackedCells } from "./sequenceCells.js";
 import type { GeneratedToken, GenerationEnd } from "./types.js";
 
@@ -26,6 +27,8 @@ export interface DecodeOptions {
     maxTokens: number;
     signal: AbortSignal;
     barrier: StepBarrier;
+    /** Steps a plain generation (sampling.directConfig) after its prompt without node-llama-cpp's evaluation. */
+    direct?: DirectSteps;
     /**
      * Run once the prompt is evaluated, before the first generated token is: only when the
      * generation goes on past the prompt (a checkpoint of the slot as the prompt left it).
@@ -48,11 +51,21 @@ export interface DecodeOptions {
  */
 export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
     const { slot, sequence, model, input, sampling, maxTokens, signal, barrier, afterPrompt } = options;
-    const evaluation = sequence.evaluateWithMetadata(input, sampling.metadata, sampling.options);
+    // Made on first use: a direct generation never makes it.
+    let started: ReturnType<LlamaContextSequence["evaluateWithMetadata"]> | undefined;
+    const evaluation = (): NonNullable<typeof started> => started ??= sequence.evaluateWithMetadata(input, sampling.metadata, sampling.options);
     type Step = IteratorResult<EvaluationOutput | undefined, void>;
+    // Set once the prompt is evaluated, for a plain generation: its later steps go to the addon directly.
+    let direct: { steps: DirectSteps; sampler: NativeSampler; config: () => Record<string, unknown>; token: Token } | undefined;
+    const directStep = async (): Promise<Step> => {
+        const sampled = await direct!.steps.step(sequence, direct!.token, direct!.sampler, direct!.config());
+        if (sampled instanceof Error) throw sampled;
+        if (sampled < 0) return { done: true, value: undefined };
+        return { done: false, value: { token: sampled as Token } };
+    };
     const nextStep = async (): Promise<Step> => {
         await barrier.arrive(slot);
-        return await barrier.step(() => evaluation.next());
+        return await barrier.step(() => direct !== undefined ? directStep() : evaluation().next());
     };
     let inFlight: Promise<Step> | undefined;
     let generated = 0;
@@ -60,8 +73,16 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
     barrier.join();
     try {
         if (maxTokens <= 0) return { reason: "length" };
-        await barrier.arrive(slot);
-        let step: Step = await barrier.prefill(() => evaluation.next());
+        let step: Step;
+        if (options.direct !== undefined && sampling.directConfig !== undefined) {
+            // The prompt but its last token through node-llama-cpp; that token is the first direct step.
+            if (input.length > 1) await barrier.prefill(() => sequence.evaluateWithoutGeneratingNewTokens(input.slice(0, -1)));
+            direct = { steps: options.direct, sampler: options.direct.sampler(), config: sampling.directConfig, token: input.at(-1)! };
+            step = await nextStep();
+        } else {
+            await barrier.arrive(slot);
+            step = await barrier.prefill(() => evaluation().next());
+        }
         for (;;) {
             if (step.done) break;
             const output = step.value as EvaluationOutput;
@@ -69,6 +90,7 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
             if (model.isEogToken(output.token)) return { reason: "eog", token: output.token };
             // Accepted before the next step samples: the penalty window must hold this token.
             const token = sampling.accept(output);
+            if (direct !== undefined) direct.token = output.token;
             generated += 1;
             const last = generated >= maxTokens
                 // The sampled token still has to be evaluated: stop while it fits in the slot.
@@ -95,7 +117,8 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
         // A step still in flight (the consumer stopped) must end before the evaluation closes.
         if (inFlight !== undefined) await inFlight.catch(() => { faulted = true; });
         barrier.leave();
-        await evaluation.return();
+        await started?.return();
+        direct?.sampler.dispose();
         // After a failed decode the slot may hold KV cells its sequence does not count: remove them.
         if (faulted) await barrier.exclusive(async () => {
             if (!dropUntrackedCells(sequence)) await sequence.clearHistory();

@@ -16,6 +16,7 @@ import { samplesInsideDecode, timeNativeBatches } from "./nativeBatches.js";
 import { timeNativeSaves } from "./sequenceStateFile.js";
 import { SlotCachePolicy } from "./slotCache/slotCachePolicy.js";
 import { StateCosts } from "./stateCosts.js";
+import { DirectSteps } from "./directSteps.js";
 import { StepBarrier } from "./stepBarrier.js";
 import { vocabularyPieceBytes } from "./tokenBytes.js";
 import { CacheReport } from "./promptCache/cacheReport.js";
@@ -174,6 +175,7 @@ class LlamaEngine implements Engine {
     private readonly policy: SlotCachePolicy;
     private readonly grammars: GrammarCache;
     private readonly sampling: SamplingAdapters;
+    private readonly direct: DirectSteps | undefined;
 
     constructor(
         llama: Llama,
@@ -191,6 +193,7 @@ class LlamaEngine implements Engine {
         this.policy = new SlotCachePolicy({ store: this.store, cache, slidingWindow: model.slidingWindow, costs: this.costs });
         this.grammars = new GrammarCache(llama);
         this.sampling = new SamplingAdapters(llamaModel, model.vocabularySize);
+        this.direct = DirectSteps.for(context, llamaModel);
     }
 
     tokenize(text: string, options: { specialTokens?: boolean; addBos?: boolean } = {}): number[] {
@@ -273,7 +276,7 @@ class LlamaEngine implements Engine {
         const generation = decodeLoop({
             slot, sequence, model: this.llamaModel, input: prompt.slice(held),
             sampling: this.sampling.forRequest(request, prompt, held),
-            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier,
+            maxTokens: request.maxTokens, signal: request.signal, barrier: this.barrier, direct: this.direct,
             afterPrompt: checkpointAfterPrompt && checkpoint !== undefined ? () => checkpoint(slot) : undefined
         });
         return { cachedPromptTokens, tokens: () => generation };

@@ -27,6 +27,12 @@ export interface RequestSampling {
     readonly followsConsumer: boolean;
     /** A sampled token the generation keeps (not an end of generation): the penalties see it, and its logprobs are converted. */
     accept(output: EvaluationOutput): GeneratedToken;
+    /**
+     * The addon sampler's config for the next step, as node-llama-cpp 3.22.1 resolves it
+     * (`_resolveSamplerConfig`): only for a request without grammar or logprobs, whose steps may
+     * skip node-llama-cpp's evaluation (DirectSteps).
+     */
+    readonly directConfig?: () => Record<string, unknown>;
 }
 
 /** vLLM's stand-in for the log of a zero probability, which JSON cannot carry as -Infinity. */
@@ -50,7 +56,11 @@ export class SamplingAdapters {
         const penalties = sampling.repetitionPenalty !== undefined || sampling.presencePenalty || sampling.frequencyPenalty;
         const penaltyWindow = penalties ? new PenaltyWindow(prompt.slice(Math.max(0, cached - penaltyWindowSize), cached), input) : undefined;
         const top = request.logprobs?.top;
+        const seed = sampling.seed ?? randomSeed();
+        const tokenBias = this.tokenBias(sampling);
+        const plain = top === undefined && request.grammar === undefined && !(sampling.grammar instanceof CompiledGrammar);
         return {
+            directConfig: plain ? directConfig(sampling, seed, tokenBias, penaltyWindow) : undefined,
             // Probabilities only when asked for: at temperature 0 they are a full-vocabulary sort and copy per token.
             metadata: top === undefined ? {} : { confidence: true, probabilities: top > 0 },
             followsConsumer: request.grammar !== undefined,
@@ -59,9 +69,9 @@ export class SamplingAdapters {
                 topK: sampling.topK,
                 topP: sampling.topP,
                 minP: sampling.minP,
-                seed: sampling.seed ?? randomSeed(),
+                seed,
                 grammarEvaluationState: this.grammarEvaluation(request),
-                tokenBias: this.tokenBias(sampling),
+                tokenBias,
                 repeatPenalty: penaltyWindow !== undefined
                     ? {
                             punishTokens: () => penaltyWindow.tokens,
@@ -151,6 +161,34 @@ function withLogprobs(output: EvaluationOutput, top: number): GeneratedToken {
 
 function toLogprob(probability: number): number {
     return probability > 0 ? Math.max(Math.log(probability), minLogprob) : minLogprob;
+}
+
+/** The addon's sampler config, built as node-llama-cpp 3.22.1's `_resolveSamplerConfig` builds it (the bias once). */
+function directConfig(sampling: SamplingOptions, seed: number, tokenBias: TokenBias | undefined, penaltyWindow: PenaltyWindow | undefined): () => Record<string, unknown> {
+    const config: Record<string, unknown> = {
+        temperature: sampling.temperature ?? 0,
+        minP: sampling.minP ?? 0,
+        topK: sampling.topK ?? 40,
+        topP: sampling.topP ?? 0.95,
+        seed: Math.max(0, Math.floor(seed))
+    };
+    const biases = (tokenBias as unknown as { _biases?: Map<Token, number> } | undefined)?._biases;
+    if (biases !== undefined && biases.size > 0) {
+        config["tokenBiasKeys"] = Uint32Array.from(biases.keys());
+        config["tokenBiasValues"] = Float32Array.from(biases.values());
+    }
+    if (penaltyWindow === undefined) return () => config;
+    return () => {
+        const tokens = penaltyWindow.tokens;
+        return {
+            ...config,
+            repeatPenalty: sampling.repetitionPenalty ?? 1,
+            repeatPenaltyMaxTokens: Math.max(penaltyWindowSize, tokens.length),
+            repeatPenaltyTokens: Uint32Array.from(tokens),
+            repeatPenaltyPresencePenalty: sampling.presencePenalty ?? 0,
+            repeatPenaltyFrequencyPenalty: sampling.frequencyPenalty ?? 0
+        };
+    };
 }
 
 function randomSeed(): number {

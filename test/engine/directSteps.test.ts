@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { decodeLoop } from "../../src/engine/decodeLoop.js";
+import { DirectSteps } from "../../src/engine/directSteps.js";
+import { openLlama } from "../../src/engine/openLlama.js";
+import { SamplingAdapters } from "../../src/engine/samplingAdapters.js";
+import { StepBarrier } from "../../src/engine/stepBarrier.js";
+import type { SamplingOptions } from "../../src/engine/types.js";
+import { resolveModel } from "../../src/models/resolveModel.js";
+import { testModelsDir } from "../helpers/testServer.js";
+
+// A plain generation (no grammar, no logprobs) steps through the addon directly after its prompt
+// (src/engine/directSteps.ts). These tests run the same seeded generations through Maple's decode
+// loop with and without it, over the very same batches, and require the very same tokens, and
+// the sequence's own count of what it holds to match what was decoded.
+
+let model: LlamaModel;
+let context: LlamaContext;
+let sequences: LlamaContextSequence[];
+let adapters: SamplingAdapters;
+let direct: DirectSteps;
+let directStepCount = 0;
+
+before(async () => {
+    const { path } = await resolveModel("synthetic:qwen3-tiny", { modelsDir: testModelsDir });
+    const llama = await openLlama(1, undefined, false);
+    model = await llama.loadModel({ modelPath: path });
+    context = await model.createContext({ contextSize: 2 * 512, sequences: 2, threads: 1 });
+    sequences = [context.getSequence(), context.getSequence()];
+    adapters = new SamplingAdapters(model, Number(model.fileInfo.tensorInfo?.find((tensor) => tensor.name === "token_embd.weight")?.dimensions[1] ?? 0));
+    const steps = DirectSteps.for(context, model);
+    assert.ok(steps, "the rebuilt addon samples inside the decode job");
+    direct = steps;
+    // Counted, so that a comparison of one path with itself cannot pass.
+    const step = direct.step.bind(direct);
+    direct.step = (...args) => {
+        directStepCount += 1;
+        return step(...args);
+    };
+});
+after(async () => {
+    await context?.dispose();
+    await model?.dispose();
+});
+
+/** Empties slot `slot` and evaluates `prompt` but its last token, so that both paths decode the same batches after it. */
+async function prepare(slot: number, prompt: string): Promise<Token[]> {
+    const sequence = sequences[slot]!;
+    await sequence.clearHistory();
+    const tokens = model.tokenize(prompt, true);
+    await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(0, -1));
+    return tokens;
+}
+
+/** Generates `count` tokens after the prepared `tokens` in slot `slot`, directly or through node-llama-cpp's evaluation. */
+async function generate(barrier: StepBarrier, slot: number, tokens: Token[], sampling: SamplingOptions, count: number, useDirect: boolean): Promise<Token[]> {
+    const sequence = sequences[slot]!;
+    const request = { promptTokens: tokens, sampling, maxTokens: count, signal: new AbortController().signal };
+    const generated: Token[] = [];
+    const loop = decodeLoop({
+        slot, sequence, model, input: tokens.slice(-1), sampling: adapters.forRequest(request, tokens, tokens.length - 1),
+        maxTokens: count, signal: request.signal, barrier, direct: useDirect ? direct : undefined
+    });
+    for await (const token of loop) generated.push(token.token as Token);
+    // The sequence counts what was decoded: the prompt and every generated token but the last.
+    assert.equal(sequence.nextTokenIndex, tokens.length + generated.length - 1);
+    assert.deepEqual(sequence.contextTokens, [...tokens, ...generated.slice(0, -1)]);
+    return generated;
+}
+
+const penalized: SamplingOptions = { temperature: 0.9, topK: 40, topP: 0.9, minP: 0.02, seed: 11, repetitionPenalty: 1.3, presencePenalty: 0.4, frequencyPenalty: 0.2 };
+
+describe("direct steps (a plain generation's steps without node-llama-cpp's evaluation)", () => {
+    it("gives the tokens node-llama-cpp's evaluation gives, with penalties, logit bias and ignore_eos", async () => {
+        const sampling: SamplingOptions = { ...penalized, ignoreEos: true, logitBias: new Map([[11, -5], [13, 3]]) };
+        const prompt = "The weather today is";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), sampling, 48, false);
+        const before = directStepCount;
+        const directly = await generate(new StepBarrier(), 0, await prepare(0, prompt), sampling, 48, true);
+        assert.equal(directStepCount - before, 48);
+        assert.equal(reference.length, 48);
+        assert.deepEqual(directly, reference);
+    });
+
+    it("steps two generations in one batch, each with its own tokens", async () => {
+        const run = async (useDirect: boolean): Promise<Token[][]> => {
+            const barrier = new StepBarrier();
+            const prompts = [await prepare(0, "Once upon a time"), await prepare(1, "In a galaxy far away")];
+            return await Promise.all([
+                generate(barrier, 0, prompts[0]!, { ...penalized, seed: 21, ignoreEos: true }, 32, useDirect),
+                generate(barrier, 1, prompts[1]!, { temperature: 0.7, topK: 20, topP: 0.95, seed: 22, ignoreEos: true }, 32, useDirect)
+            ]);
+        };
+        const reference = await run(false);
+        const directly = await run(true);
+        assert.deepEqual(directly, reference);
+        assert.notDeepEqual(directly[0], directly[1]);
+    });
+});
