@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { withLock } from "lifecycle-utils";
+import { samplesInsideDecode } from "./nativeBatches.js";
 
 /**
  * Whether node-llama-cpp's `withLock` is the one imported here: its locks live in the module, so a
@@ -59,8 +60,7 @@ export class DirectSteps {
 
     /** Undefined when the addon cannot sample inside the decode job, or the context lock cannot be shared. */
     static for(context: LlamaContext, model: LlamaModel): DirectSteps | undefined {
-        const native = (context as unknown as { _ctx?: NativeContext })._ctx;
-        return typeof native?.decodeBatchAndSample === "function" && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
+        return samplesInsideDecode(context) && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
     }
 
     /** A sampler of the model's (disposed by the caller). */
