@@ -8,7 +8,6 @@ import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { startFakeHuggingFaceServer, useFakeHubEnvironment, type FakeHuggingFaceServer } from "../helpers/fakeHuggingFaceServer.js";
 import { startTestServer, testModelsDir, type TestServer } from "../helpers/testServer.js";
 import { waitFor } from "../helpers/waitFor.js";
-import { freePort } from "../helpers/freePort.js";
 
 const spec = "hf:fake-owner/maple-tiny-GGUF/maple-tiny.gguf";
 const repoPath = "fake-owner/maple-tiny-GGUF/maple-tiny.gguf";
@@ -108,7 +107,10 @@ describe("serving an hf: model from a (fake) Hugging Face endpoint", { timeout: 
 describe("serving the default model when the hub is unreachable", { timeout: 60_000 }, () => {
     it("falls back to synthetic:maple-tiny with a plain warning; /health and /v1/models say it is synthetic", async () => {
         const tempRoot = await mkdtemp(join(tmpdir(), "maple-fallback-test-"));
-        const restoreEnv = useFakeHubEnvironment(`http://127.0.0.1:${await freePort()}/`, tempRoot);
+        // Port 2: privileged, so no test server listens there, and outside fetch's blocked ports. A
+        // port found free a moment before could be another test's server by the time Maple
+        // connects (seen once in CI: a 404 instead of ECONNREFUSED).
+        const restoreEnv = useFakeHubEnvironment("http://127.0.0.1:2/", tempRoot);
         let log = "";
         const logStream = new Writable({
             write(chunk: Buffer, _encoding, callback) {
