@@ -101,7 +101,7 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
                 // Handled now, awaited after the yield: a failure while the consumer holds the
                 // token must not count as unhandled.
                 inFlight.catch(() => undefined);
-                await nextDispatched();
+                await (direct !== undefined ? direct.steps.afterDispatch() : nextDispatched());
             }
             yield token;
             if (last) return { reason: generated >= maxTokens ? "length" : "context" };

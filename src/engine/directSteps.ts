@@ -22,7 +22,7 @@ function sharesNodeLlamaCppLocks(): boolean {
 interface NativeContext {
     initBatch(size: number): void;
     addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-    decodeBatchAndSample?(items: unknown[]): Promise<(number | Error)[]>;
+    decodeBatchAndSample(items: unknown[]): Promise<(number | Error)[]>;
 }
 interface SequenceInternals {
     _sequenceId: number;
@@ -45,17 +45,31 @@ interface QueuedStep {
 
 /**
  * Decodes generation steps of a context's sequences without node-llama-cpp's evaluation: the
- * steps queued in one event-loop turn go into one batch, decoded and sampled in one native job
- * (`decodeBatchAndSample`), under the context lock node-llama-cpp's own batch dispatch takes.
- * Each step's token is then counted in its sequence as node-llama-cpp counts the tokens it
+ * steps queued before the microtask queue drains go into one batch, decoded and sampled in one
+ * native job (`decodeBatchAndSample`), under the context lock node-llama-cpp's own batch dispatch
+ * takes. Each step's token is then counted in its sequence as node-llama-cpp counts the tokens it
  * decodes. node-llama-cpp's evaluation costs the main thread 0.5–1.1 ms a token (bench/directSteps).
+ *
+ * The batch goes out from a `process.nextTick`, which runs once the microtasks that queued its
+ * steps have drained (the generations a step barrier releases together reach `step` in those
+ * microtasks), and before the loop turns: a setImmediate, as node-llama-cpp dispatches, cost one
+ * more turn of the event loop a step, and the decode loop a second one to wait for it.
  */
 export class DirectSteps {
     private queued: QueuedStep[] = [];
     private readonly native: NativeContext;
+    /**
+     * The addon's own batch methods, from its prototype: the context's own properties are
+     * timeNativeBatches' wrappers, which time prompt batches for the prompt cache's costs, and a
+     * generation step (a token a slot) is not one.
+     */
+    private readonly batchMethods: NativeContext;
+    /** The config each sampler was last given: re-applying an unchanged one reads all its fields through N-API for nothing. */
+    private readonly appliedConfigs = new WeakMap<NativeSampler, Record<string, unknown>>();
 
     private constructor(private readonly context: LlamaContext, private readonly model: LlamaModel) {
         this.native = (context as unknown as { _ctx: NativeContext })._ctx;
+        this.batchMethods = Object.getPrototypeOf(this.native) as NativeContext;
     }
 
     /** Undefined when the addon cannot sample inside the decode job, or the context lock cannot be shared. */
@@ -69,28 +83,48 @@ export class DirectSteps {
         return new llama._bindings.AddonSampler((this.model as unknown as { _model: unknown })._model);
     }
 
-    /** Decodes `token` as the sequence's next one and samples the token after it (an Error for this sequence alone). */
+    /**
+     * Decodes `token` as the sequence's next one and samples the token after it (an Error for this
+     * sequence alone). The batch is handed to llama.cpp (or waits for the context lock) before
+     * `afterDispatch()` resolves, when both are asked for in the same microtasks.
+     */
     step(sequence: LlamaContextSequence, token: Token, sampler: NativeSampler, config: Record<string, unknown>): Promise<number | Error> {
         return new Promise((resolve, reject) => {
-            if (this.queued.length === 0) setImmediate(() => void this.dispatch());
+            if (this.queued.length === 0) process.nextTick(() => void this.dispatch());
             this.queued.push({ sequence, token, sampler, config, resolve, reject });
         });
+    }
+
+    /**
+     * Resolves after the steps queued in these microtasks were dispatched: the caller's work on
+     * the last token then runs while llama.cpp decodes the next one, instead of before it.
+     */
+    afterDispatch(): Promise<void> {
+        // The steps reach step() in microtasks after this call, and queue the dispatch's tick
+        // then: Node runs the ticks queued while microtasks drain in order, all of them before
+        // the microtasks they queue (processTicksAndRejections), so this one resolves first and
+        // its caller resumes after the dispatch.
+        return new Promise((resolve) => process.nextTick(resolve));
     }
 
     private async dispatch(): Promise<void> {
         const steps = this.queued;
         this.queued = [];
+        const { native, batchMethods } = this;
         try {
             await withLock([this.context, "context"], async () => {
-                this.native.initBatch(steps.length);
+                batchMethods.initBatch.call(native, steps.length);
                 const items: unknown[] = [];
                 for (const step of steps) {
                     const internals = step.sequence as unknown as SequenceInternals;
-                    const [logitIndex] = this.native.addToBatch(internals._sequenceId, internals._nextTokenIndex, Uint32Array.of(step.token), Uint32Array.of(0));
-                    step.sampler.applyConfig(step.config);
+                    const [logitIndex] = batchMethods.addToBatch.call(native, internals._sequenceId, internals._nextTokenIndex, Uint32Array.of(step.token), zeroLogitIndex);
+                    if (this.appliedConfigs.get(step.sampler) !== step.config) {
+                        step.sampler.applyConfig(step.config);
+                        this.appliedConfigs.set(step.sampler, step.config);
+                    }
                     items.push(logitIndex, step.sampler);
                 }
-                const sampled = await this.native.decodeBatchAndSample!(items);
+                const sampled = await batchMethods.decodeBatchAndSample.call(native, items);
                 steps.forEach((step, index) => {
                     const internals = step.sequence as unknown as SequenceInternals;
                     internals._nextTokenIndex += 1;
@@ -103,3 +137,6 @@ export class DirectSteps {
         }
     }
 }
+
+/** The logits of a step's one token: index 0 of its tokens (the addon only reads it). */
+const zeroLogitIndex = Uint32Array.of(0);
