@@ -1,7 +1,7 @@
 /**
  * What node-llama-cpp's evaluation costs a generated token, in one process: rounds that alternate
  * its `LlamaContextSequence.evaluate` loop (what Maple's decode loop drives) and a loop that calls
- * the rebuilt addon itself, one `decodeBatchAndSample` job per step for all streams, with the
+ * the rebuilt addon itself, one `decodeStepsAndSample` job per step for all streams, with the
  * same sampler settings, prompts and seeds. Both decode the same batches on the same threads; what
  * differs is the JS between two decode jobs. Prints, per round and path, the streams' tokens a
  * second and the main thread's CPU a token (from /proc), and the direct / evaluate ratios.
@@ -40,11 +40,9 @@ const model = await llama.loadModel({ modelPath });
 const context = await model.createContext({ contextSize: 4 * 4096, sequences: 4, threads: { ideal: threads, min: threads }, flashAttention: model.flashAttentionSupported });
 const sequences = Array.from({ length: streams }, () => context.getSequence());
 
-/** node-llama-cpp 3.22.1's internals this bench calls (the rebuilt addon's, for decodeBatchAndSample). */
+/** node-llama-cpp 3.22.1's internals this bench calls (the rebuilt addon's, for decodeStepsAndSample). */
 interface NativeContext {
-    initBatch(size: number): void;
-    addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-    decodeBatchAndSample?(items: unknown[]): Promise<(number | Error)[]>;
+    decodeStepsAndSample?(steps: Int32Array, samplers: NativeSampler[]): Promise<(number | Error)[]>;
     removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
 }
 interface NativeSampler {
@@ -52,7 +50,7 @@ interface NativeSampler {
     dispose(): void;
 }
 const native = (context as unknown as { _ctx: NativeContext })._ctx;
-if (native.decodeBatchAndSample === undefined) throw new Error("node-llama-cpp's addon is the prebuilt one: run `node scripts/patch-node-llama-cpp.js` first");
+if (native.decodeStepsAndSample === undefined) throw new Error("node-llama-cpp's addon is the prebuilt one: run `node scripts/patch-node-llama-cpp.js` first");
 const bindings = (model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler } } })._llama._bindings;
 const addonModel = (model as unknown as { _model: unknown })._model;
 const sequenceId = (sequence: LlamaContextSequence): number => (sequence as unknown as { _sequenceId: number })._sequenceId;
@@ -93,20 +91,18 @@ async function viaEvaluate(round: number): Promise<Timing> {
 }
 
 const samplers = sequences.map(() => new bindings.AddonSampler(addonModel));
+const stepNumbers = new Int32Array(3 * streams);
 async function viaDirectSteps(round: number): Promise<Timing> {
     const next = await prompts(round);
     const positions = sequences.map((sequence) => sequence.nextTokenIndex);
     samplers.forEach((sampler, index) => sampler.applyConfig({ ...sampling, minP: 0, seed: index + 1 }));
     return await timed(async () => {
         for (let step = 0; step < tokens; step++) {
-            native.initBatch(streams);
-            const items: unknown[] = [];
             sequences.forEach((sequence, index) => {
-                const [logitIndex] = native.addToBatch(sequenceId(sequence), positions[index]!, Uint32Array.of(next[index]!), Uint32Array.of(0));
-                items.push(logitIndex, samplers[index]);
+                stepNumbers.set([sequenceId(sequence), positions[index]!, next[index]!], 3 * index);
                 positions[index]! += 1;
             });
-            const sampled = await native.decodeBatchAndSample!(items);
+            const sampled = await native.decodeStepsAndSample!(stepNumbers, samplers);
             sampled.forEach((token, index) => {
                 if (typeof token !== "number" || model.isEogToken(token as Token)) throw new Error(`stream ${index} sampled ${String(token)}`);
                 next[index] = token as Token;

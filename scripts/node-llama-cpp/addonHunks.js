@@ -6,6 +6,8 @@
 // and then samples the listed [batchLogitIndex, sampler] pairs on the same pool thread, as the
 // simple form of sampleToken would (no probabilities, confidence or logits), and resolves with one
 // entry per pair: the token, -1 when the sampler left none, or an Error for that pair alone.
+// `decodeStepsAndSample(steps, samplers)` is the same job for generation steps (one token a
+// sequence), given as numbers: it fills the batch itself, in place of initBatch and addToBatch.
 // Upstream, node-llama-cpp could do the same for every sampleToken without options.
 export const marker = "/* maple-patch: sampling inside the decode worker */";
 
@@ -14,6 +16,7 @@ export const headerHunks = [{
     patched: "        Napi::Value DecodeBatch(const Napi::CallbackInfo& info);\n"
         + `        ${marker}\n`
         + "        Napi::Value DecodeBatchAndSample(const Napi::CallbackInfo& info);\n"
+        + "        Napi::Value DecodeStepsAndSample(const Napi::CallbackInfo& info);\n"
 }];
 
 export const sourceHunks = [{
@@ -79,6 +82,32 @@ class AddonContextDecodeBatchAndSampleWorker : public AddonContextDecodeBatchWor
                 presamples.push_back({items.Get(i).As<Napi::Number>().Int32Value(), sampler});
             }
         }
+        // decodeStepsAndSample(steps, samplers): the batch is the steps' tokens, filled here.
+        AddonContextDecodeBatchAndSampleWorker(const Napi::Int32Array& steps, const Napi::Array& samplers, AddonContext* ctx)
+            : AddonContextDecodeBatchWorker(steps.Env(), ctx) {
+            const uint32_t count = samplers.Length();
+            if (!ctx->has_batch || ctx->batch_n_tokens < static_cast<int32_t>(count)) {
+                if (ctx->has_batch) {
+                    llama_batch_free(ctx->batch);
+                }
+                ctx->batch = llama_batch_init(count, 0, 1);
+                ctx->has_batch = true;
+                ctx->batch_n_tokens = count;
+                const uint64_t size = calculateBatchMemorySize(count, 0, 1);
+                if (size > ctx->batchMemorySize) {
+                    adjustNapiExternalMemoryAdd(steps.Env(), size - ctx->batchMemorySize);
+                    ctx->batchMemorySize = size;
+                }
+            } else {
+                common_batch_clear(ctx->batch);
+            }
+            for (uint32_t i = 0; i < count; i++) {
+                common_batch_add(ctx->batch, static_cast<llama_token>(steps[i * 3 + 2]), steps[i * 3 + 1], { steps[i * 3] }, true);
+                AddonSampler* sampler = Napi::ObjectWrap<AddonSampler>::Unwrap(samplers.Get(i).As<Napi::Object>());
+                sampler->Ref();
+                presamples.push_back({static_cast<int32_t>(i), sampler});
+            }
+        }
         ~AddonContextDecodeBatchAndSampleWorker() {
             for (auto& item : presamples) {
                 item.sampler->Unref();
@@ -117,6 +146,25 @@ class AddonContextDecodeBatchAndSampleWorker : public AddonContextDecodeBatchWor
         }
 };
 
+// The generation steps of several sequences, one token each: [sequenceId, position, token] per
+// step in \`steps\` (an Int32Array), the step's sampler at its index in \`samplers\`. The same job as
+// initBatch, addToBatch per step and decodeBatchAndSample, in one call: no batch reallocated and
+// no typed array made per step.
+Napi::Value AddonContext::DecodeStepsAndSample(const Napi::CallbackInfo& info) {
+    if (disposed) {
+        Napi::Error::New(info.Env(), "Context is disposed").ThrowAsJavaScriptException();
+        return info.Env().Undefined();
+    }
+    const auto steps = info[0].As<Napi::Int32Array>();
+    const auto samplers = info[1].As<Napi::Array>();
+    if (samplers.Length() == 0 || steps.ElementLength() != samplers.Length() * 3 || samplers.Length() > context_params.n_batch) {
+        Napi::RangeError::New(info.Env(), "Invalid steps").ThrowAsJavaScriptException();
+        return info.Env().Undefined();
+    }
+    AddonContextDecodeBatchAndSampleWorker* worker = new AddonContextDecodeBatchAndSampleWorker(steps, samplers, this);
+    worker->Queue();
+    return worker->GetPromise();
+}
 Napi::Value AddonContext::DecodeBatchAndSample(const Napi::CallbackInfo& info) {
     AddonContextDecodeBatchAndSampleWorker* worker = new AddonContextDecodeBatchAndSampleWorker(info, this);
     worker->Queue();
@@ -128,4 +176,5 @@ Napi::Value AddonContext::DecodeBatch(const Napi::CallbackInfo& info) {
     original: "                InstanceMethod(\"decodeBatch\", &AddonContext::DecodeBatch),\n",
     patched: "                InstanceMethod(\"decodeBatch\", &AddonContext::DecodeBatch),\n"
         + "                InstanceMethod(\"decodeBatchAndSample\", &AddonContext::DecodeBatchAndSample),\n"
+        + "                InstanceMethod(\"decodeStepsAndSample\", &AddonContext::DecodeStepsAndSample),\n"
 }];

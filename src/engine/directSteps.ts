@@ -18,11 +18,12 @@ function sharesNodeLlamaCppLocks(): boolean {
     }
 }
 
-/** node-llama-cpp 3.22.1's internals a direct step uses (the rebuilt addon's decodeBatchAndSample). */
+/**
+ * The rebuilt addon's job for generation steps: [sequenceId, position, token] a step in `steps`,
+ * its sampler at the same index in `samplers` (scripts/node-llama-cpp/addonHunks.js).
+ */
 interface NativeContext {
-    initBatch(size: number): void;
-    addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-    decodeBatchAndSample(items: unknown[]): Promise<(number | Error)[]>;
+    decodeStepsAndSample(steps: Int32Array, samplers: NativeSampler[]): Promise<(number | Error)[]>;
 }
 interface SequenceInternals {
     _sequenceId: number;
@@ -46,7 +47,7 @@ interface QueuedStep {
 /**
  * Decodes generation steps of a context's sequences without node-llama-cpp's evaluation: the
  * steps queued before the microtask queue drains go into one batch, decoded and sampled in one
- * native job (`decodeBatchAndSample`), under the context lock node-llama-cpp's own batch dispatch
+ * native job (`decodeStepsAndSample`), under the context lock node-llama-cpp's own batch dispatch
  * takes. Each step's token is then counted in its sequence as node-llama-cpp counts the tokens it
  * decodes. node-llama-cpp's evaluation costs the main thread 0.5–1.1 ms a token (bench/directSteps).
  *
@@ -58,23 +59,19 @@ interface QueuedStep {
 export class DirectSteps {
     private queued: QueuedStep[] = [];
     private readonly native: NativeContext;
-    /**
-     * The addon's own batch methods, from its prototype: the context's own properties are
-     * timeNativeBatches' wrappers, which time prompt batches for the prompt cache's costs, and a
-     * generation step (a token a slot) is not one.
-     */
-    private readonly batchMethods: NativeContext;
+    /** A batch's steps as the addon reads them, reused: the addon copies them out before it returns. */
+    private stepNumbers = new Int32Array(3 * 4);
     /** The config each sampler was last given: re-applying an unchanged one reads all its fields through N-API for nothing. */
     private readonly appliedConfigs = new WeakMap<NativeSampler, Record<string, unknown>>();
 
     private constructor(private readonly context: LlamaContext, private readonly model: LlamaModel) {
         this.native = (context as unknown as { _ctx: NativeContext })._ctx;
-        this.batchMethods = Object.getPrototypeOf(this.native) as NativeContext;
     }
 
     /** Undefined when the addon cannot sample inside the decode job, or the context lock cannot be shared. */
     static for(context: LlamaContext, model: LlamaModel): DirectSteps | undefined {
-        return samplesInsideDecode(context) && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
+        const stepsJob = typeof (context as unknown as { _ctx?: Partial<NativeContext> })._ctx?.decodeStepsAndSample === "function";
+        return stepsJob && samplesInsideDecode(context) && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
     }
 
     /** A sampler of the model's (disposed by the caller). */
@@ -110,21 +107,23 @@ export class DirectSteps {
     private async dispatch(): Promise<void> {
         const steps = this.queued;
         this.queued = [];
-        const { native, batchMethods } = this;
         try {
             await withLock([this.context, "context"], async () => {
-                batchMethods.initBatch.call(native, steps.length);
-                const items: unknown[] = [];
-                for (const step of steps) {
+                if (this.stepNumbers.length < 3 * steps.length) this.stepNumbers = new Int32Array(3 * steps.length);
+                const numbers = this.stepNumbers.subarray(0, 3 * steps.length);
+                const samplers: NativeSampler[] = [];
+                steps.forEach((step, index) => {
                     const internals = step.sequence as unknown as SequenceInternals;
-                    const [logitIndex] = batchMethods.addToBatch.call(native, internals._sequenceId, internals._nextTokenIndex, Uint32Array.of(step.token), zeroLogitIndex);
+                    numbers[3 * index] = internals._sequenceId;
+                    numbers[3 * index + 1] = internals._nextTokenIndex;
+                    numbers[3 * index + 2] = step.token;
                     if (this.appliedConfigs.get(step.sampler) !== step.config) {
                         step.sampler.applyConfig(step.config);
                         this.appliedConfigs.set(step.sampler, step.config);
                     }
-                    items.push(logitIndex, step.sampler);
-                }
-                const sampled = await batchMethods.decodeBatchAndSample.call(native, items);
+                    samplers.push(step.sampler);
+                });
+                const sampled = await this.native.decodeStepsAndSample(numbers, samplers);
                 steps.forEach((step, index) => {
                     const internals = step.sequence as unknown as SequenceInternals;
                     internals._nextTokenIndex += 1;
@@ -137,6 +136,3 @@ export class DirectSteps {
         }
     }
 }
-
-/** The logits of a step's one token: index 0 of its tokens (the addon only reads it). */
-const zeroLogitIndex = Uint32Array.of(0);
