@@ -13,7 +13,9 @@
  * builds. Every process's CPU kernel file is checked to be the same. Both servers keep the same
  * sliding-window cache (their window, or every token with `--swa-full`), and each launch is warmed
  * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
- * timed (see warmUp).
+ * timed (see warmUp). Each one-stream run also reports, a token, the decode thread's time off the
+ * CPU (idle) and the part of it asleep (the rest it waited for a core), and the CPU of the
+ * server's threads but llama.cpp's (Linux schedstat).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
@@ -59,11 +61,16 @@ interface Launch {
     /** Median over the launch's runs of one stream's decode rate. */
     decode: number;
     /**
-     * Per generated token, the time the busiest thread (llama.cpp's, with one thread) spent not on
-     * the CPU during a one-stream request: wall time minus its CPU time, prefill included. What the
-     * layers above llama.cpp make it wait for (hops between threads, the event loop, the socket).
+     * Per generated token, the time the busiest thread (the one that calls llama_decode) spent off
+     * the CPU during a one-stream request, prefill included: wall time minus its run time. What
+     * the layers above llama.cpp make it wait for. `asleepMsPerToken` is the part it was blocked
+     * (a hop through another thread: the next batch not handed over yet); the rest it was
+     * runnable and waited for a core (another thread of the server, or the client, on it).
      */
     idleMsPerToken: number;
+    asleepMsPerToken: number;
+    /** Per generated token, the run time of the server's threads but llama.cpp's (the `--threads` busiest): its HTTP and event-loop work. */
+    othersMsPerToken: number;
     aggregate: number;
     ttftMs: number;
 }
@@ -87,16 +94,20 @@ const contenders: Contender[] = [
     }))
 ];
 
-/** CPU time (user + system, ms) of each of a process's threads, from /proc (Linux; 10 ms ticks). */
-async function threadCpuMs(pid: number): Promise<Map<string, number>> {
+interface ThreadTimes {
+    runMs: number;
+    /** Runnable, waiting for a core. */
+    waitMs: number;
+}
+
+/** Run and run-queue wait time of each of a process's threads, from /proc/<pid>/task/<tid>/schedstat (Linux, ns). */
+async function threadTimes(pid: number): Promise<Map<string, ThreadTimes>> {
     const threads = await readdir(`/proc/${pid}/task`);
     const times = await Promise.all(threads.map(async (thread) => {
-        const stat = await readFile(`/proc/${pid}/task/${thread}/stat`, "utf8").catch(() => "");
-        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return [thread, (Number(fields[11]) + Number(fields[12])) * 10] as const;
+        const [run, wait] = (await readFile(`/proc/${pid}/task/${thread}/schedstat`, "utf8").catch(() => "")).split(" ").map(Number);
+        return [thread, { runMs: run! / 1e6, waitMs: wait! / 1e6 }] as const;
     }));
-    return new Map(times.filter(([, ms]) => Number.isFinite(ms)));
+    return new Map(times.filter(([, times]) => Number.isFinite(times.runMs) && Number.isFinite(times.waitMs)));
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -131,21 +142,31 @@ async function launch(contender: Contender, round: number, kernels: string): Pro
         if (variant !== kernels) throw new Error(`${contender.name} mapped ${variant ?? "no CPU kernel file"}, llama-bench ${kernels}: not comparing`);
         const timings = [];
         const idle = [];
+        const asleep = [];
+        const others = [];
         // The same prompts and seeds for every contender in a round, fresh ones each round.
         for (let run = 0; run < runs; run++) {
             const index = round * runs + run;
-            const before = await threadCpuMs(child.pid!);
+            const before = await threadTimes(child.pid!);
             const startedAt = performance.now();
             const timing = await timeCompletionStream(url, { prompt: runPrompt(index, promptTokens), ...sampling, seed: index + 1 });
             const wallMs = performance.now() - startedAt;
-            const after = await threadCpuMs(child.pid!);
-            const busiest = Math.max(...[...after].map(([thread, ms]) => ms - (before.get(thread) ?? 0)));
+            const after = await threadTimes(child.pid!);
+            const spent = [...after].map(([thread, times]) => ({
+                runMs: times.runMs - (before.get(thread)?.runMs ?? 0),
+                waitMs: times.waitMs - (before.get(thread)?.waitMs ?? 0)
+            })).sort((a, b) => b.runMs - a.runMs);
+            const busiest = spent[0]!;
             timings.push(timing);
-            idle.push((wallMs - busiest) / timing.completionTokens);
+            idle.push((wallMs - busiest.runMs) / timing.completionTokens);
+            asleep.push((wallMs - busiest.runMs - busiest.waitMs) / timing.completionTokens);
+            others.push(spent.slice(Number(threads)).reduce((sum, each) => sum + each.runMs, 0) / timing.completionTokens);
         }
         return {
             decode: median(timings.map((timing) => timing.decodeTokensPerSecond)),
             idleMsPerToken: median(idle),
+            asleepMsPerToken: median(asleep),
+            othersMsPerToken: median(others),
             ttftMs: median(timings.map((timing) => timing.ttftMs)),
             aggregate: parallel > 1 ? await parallelAggregate(url, parallel, sampling) : NaN
         };
@@ -168,7 +189,8 @@ for (let round = 0; round < rounds; round++) {
     for (const contender of order) {
         const result = await launch(contender, round, bench.cpuVariant!);
         launches.get(contender.name)!.push(result);
-        console.log(`round ${round + 1}: ${contender.name.padEnd(14)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token), ${parallel}-stream ${result.aggregate.toFixed(1)} tok/s, `
+        console.log(`round ${round + 1}: ${contender.name.padEnd(14)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token, `
+            + `asleep ${result.asleepMsPerToken.toFixed(2)}, other threads' CPU ${result.othersMsPerToken.toFixed(2)}), ${parallel}-stream ${result.aggregate.toFixed(1)} tok/s, `
             + `TTFT ${result.ttftMs.toFixed(0)} ms (llama-bench at depth ${bench.decodeAtDepthTokensPerSecond.toFixed(1)})`);
     }
 }
@@ -182,6 +204,7 @@ for (const [name, results] of launches) {
     const perRound = results.map((each, round) => (each.decode / baseline[round]!.decode).toFixed(3)).join(", ");
     const perRoundAggregate = results.map((each, round) => (each.aggregate / baseline[round]!.aggregate).toFixed(3)).join(", ");
     console.log(`${name}: decode ${decode.toFixed(1)} tok/s (${(decode / floor).toFixed(3)}× llama-bench, decode thread idle `
-        + `${median(results.map((each) => each.idleMsPerToken)).toFixed(2)} ms/token), ${parallel}-stream ${aggregate.toFixed(1)} tok/s, `
+        + `${median(results.map((each) => each.idleMsPerToken)).toFixed(2)} ms/token, asleep ${median(results.map((each) => each.asleepMsPerToken)).toFixed(2)}, `
+        + `other threads' CPU ${median(results.map((each) => each.othersMsPerToken)).toFixed(2)}), ${parallel}-stream ${aggregate.toFixed(1)} tok/s, `
         + `TTFT ${median(results.map((each) => each.ttftMs)).toFixed(0)} ms; per round vs llama-server: decode ${perRound}, ${parallel}-stream ${perRoundAggregate}`);
 }

@@ -98,7 +98,9 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         // Loaded in a child process first: a broken build must not replace a working addon.
         await run(process.execPath, ["-e", `
             const addon = require(${JSON.stringify(built)});
-            if (typeof addon.AddonContext?.prototype?.decodeBatchAndSample !== "function") throw new Error("decodeBatchAndSample is missing");
+            for (const method of ["decodeBatchAndSample", "decodeStepsAndSample"]) {
+                if (typeof addon.AddonContext?.prototype?.[method] !== "function") throw new Error(method + " is missing");
+            }
         `]);
         const stock = join(binaries, "llama-addon.prebuilt.node");
         if (!existsSync(stock)) await copyFile(addon, stock);
