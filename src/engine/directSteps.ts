@@ -1,7 +1,6 @@
 import { createRequire } from "node:module";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { withLock } from "lifecycle-utils";
-import { samplesInsideDecode } from "./nativeBatches.js";
 
 /**
  * Whether node-llama-cpp's `withLock` is the one imported here: its locks live in the module, so a
@@ -68,10 +67,10 @@ export class DirectSteps {
         this.native = (context as unknown as { _ctx: NativeContext })._ctx;
     }
 
-    /** Undefined when the addon cannot sample inside the decode job, or the context lock cannot be shared. */
+    /** Undefined when the addon has no steps job (the prebuilt one), or the context lock cannot be shared. */
     static for(context: LlamaContext, model: LlamaModel): DirectSteps | undefined {
         const stepsJob = typeof (context as unknown as { _ctx?: Partial<NativeContext> })._ctx?.decodeStepsAndSample === "function";
-        return stepsJob && samplesInsideDecode(context) && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
+        return stepsJob && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
     }
 
     /** A sampler of the model's (disposed by the caller). */
