@@ -3,7 +3,7 @@
  * they step without it. Generations still being sampled come out within a millisecond or two
  * (one sequence after another on libuv's pool thread) and are waited for without this timer.
  */
-const slowConsumerWaitMs = 20;
+export const slowConsumerWaitMs = 20;
 
 /**
  * Steps all running generations of one llama.cpp context together, and lets exclusive work (a KV
@@ -39,9 +39,42 @@ export class StepBarrier {
     private timer: NodeJS.Timeout | undefined;
     /** Prompt chunks waiting for exclusive work to end (see prefillGate). */
     private gated: (() => void)[] = [];
+    /** Prompts evaluated by requests that have not joined yet (see contextWork). */
+    private outsideWork = 0;
+    private readonly interruptListeners: (() => Promise<void>)[] = [];
+
+    /**
+     * `listener` runs whenever the running generations must let go of the context soon: one
+     * joins, a prompt is evaluated, or exclusive work waits (a native decode run then stops). It
+     * resolves once no step is in flight; exclusive work waits for that.
+     */
+    onInterrupt(listener: () => Promise<void>): void {
+        this.interruptListeners.push(listener);
+    }
+
+    /** Whether `count` generations stepping together are all there are: none prefilling, none held out, no other work for the context. */
+    allStepping(count: number): boolean {
+        return this.closedBy === 0 && this.prefilling === 0 && this.outsideWork === 0 && this.members === count;
+    }
+
+    /**
+     * Runs work that queues batches on the context beside the generations' steps (a prompt
+     * evaluated before its generation joins): the steps go on one at a time meanwhile, so the
+     * work's batches get the context between them.
+     */
+    async contextWork<T>(work: () => Promise<T>): Promise<T> {
+        this.outsideWork += 1;
+        void this.interrupt();
+        try {
+            return await work();
+        } finally {
+            this.outsideWork -= 1;
+        }
+    }
 
     join(): void {
         this.members += 1;
+        void this.interrupt();
     }
 
     leave(): void {
@@ -75,6 +108,7 @@ export class StepBarrier {
     /** Runs a generation's prompt evaluation, during which the others do not wait for it. */
     async prefill<T>(work: () => Promise<T>): Promise<T> {
         this.prefilling += 1;
+        void this.interrupt();
         this.releaseIfComplete();
         try {
             return await work();
@@ -90,6 +124,8 @@ export class StepBarrier {
     async exclusive<T>(work: () => Promise<T>): Promise<T> {
         this.closedBy += 1;
         try {
+            // Its work may call llama.cpp on the context without node-llama-cpp's lock: no step may be in flight.
+            await this.interrupt();
             return await work();
         } finally {
             this.closedBy -= 1;
@@ -112,6 +148,10 @@ export class StepBarrier {
     prefillGate(): Promise<void> | undefined {
         if (this.closedBy === 0) return undefined;
         return new Promise<void>((resolve) => this.gated.push(resolve));
+    }
+
+    private async interrupt(): Promise<void> {
+        await Promise.all(this.interruptListeners.map((listener) => listener()));
     }
 
     /**

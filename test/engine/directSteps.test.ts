@@ -54,15 +54,24 @@ async function prepare(slot: number, prompt: string): Promise<Token[]> {
 }
 
 /** Generates `count` tokens after the prepared `tokens` in slot `slot`, directly or through node-llama-cpp's evaluation. */
-async function generate(barrier: StepBarrier, slot: number, tokens: Token[], sampling: SamplingOptions, count: number, useDirect: boolean): Promise<Token[]> {
+async function generate(barrier: StepBarrier, slot: number, tokens: Token[], sampling: SamplingOptions, count: number, useDirect: boolean | DirectSteps,
+    stopAfter?: number): Promise<Token[]> {
     const sequence = sequences[slot]!;
     const request = { promptTokens: tokens, sampling, maxTokens: count, signal: new AbortController().signal };
     const generated: Token[] = [];
     const loop = decodeLoop({
         slot, sequence, model, input: tokens.slice(-1), sampling: adapters.forRequest(request, tokens, tokens.length - 1),
-        maxTokens: count, signal: request.signal, barrier, direct: useDirect ? direct : undefined
+        maxTokens: count, signal: request.signal, barrier, direct: useDirect === true ? direct : useDirect === false ? undefined : useDirect
     });
-    for await (const token of loop) generated.push(token.token as Token);
+    for await (const token of loop) {
+        generated.push(token.token as Token);
+        if (generated.length === stopAfter) break;
+    }
+    if (stopAfter !== undefined) {
+        // A consumer that stops leaves the last token it was given evaluated, as a direct step does.
+        assert.deepEqual(sequence.contextTokens, [...tokens, ...generated]);
+        return generated;
+    }
     // The sequence counts what was decoded: the prompt and every generated token but the last.
     assert.equal(sequence.nextTokenIndex, tokens.length + generated.length - 1);
     assert.deepEqual(sequence.contextTokens, [...tokens, ...generated.slice(0, -1)]);
@@ -96,5 +105,95 @@ describe("direct steps (a plain generation's steps without node-llama-cpp's eval
         const directly = await run(true);
         assert.deepEqual(directly, reference);
         assert.notDeepEqual(directly[0], directly[1]);
+    });
+});
+
+/** DirectSteps whose steps may go on as native decode runs (as the engine's do), with its runs and JS batches counted. */
+function withRuns(barrier: StepBarrier): { steps: DirectSteps; runs: () => number; batches: () => number } {
+    const steps = DirectSteps.for(context, model)!;
+    const native = (context as unknown as { _ctx: Record<string, (...args: unknown[]) => unknown> })._ctx;
+    let runs = 0;
+    let batches = 0;
+    // Counted on this instance's calls only: the native object's methods are read-only.
+    const call = (name: string) => (...args: unknown[]) => native[name]!.apply(native, args);
+    const counted = {
+        startDecodeRun: (...args: unknown[]) => { runs += 1; return call("startDecodeRun")(...args); },
+        decodeStepsAndSample: (...args: unknown[]) => { batches += 1; return call("decodeStepsAndSample")(...args); },
+        decodeRunGrant: call("decodeRunGrant"), decodeRunRelease: call("decodeRunRelease"), decodeRunStop: call("decodeRunStop")
+    };
+    (steps as unknown as { native: unknown }).native = counted;
+    steps.runWith(barrier);
+    return { steps, runs: () => runs, batches: () => batches };
+}
+
+const plain: SamplingOptions = { temperature: 0.8, topK: 30, topP: 0.9, minP: 0.05, seed: 5, ignoreEos: true };
+
+describe("native decode runs (a plain generation's steps on the addon's own thread)", () => {
+    it("gives the tokens node-llama-cpp's evaluation gives, decoding past the first steps without JS", async () => {
+        const prompt = "The weather today is";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), plain, 48, false);
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        const natively = await generate(barrier, 0, await prepare(0, prompt), plain, 48, counted.steps);
+        assert.deepEqual(natively, reference);
+        assert.equal(counted.runs(), 1);
+        // The prompt's last token and the first generated one go from JS; the run takes the rest.
+        assert.equal(counted.batches(), 1);
+    });
+
+    it("steps two generations in one run, each with its own tokens", async () => {
+        const run = async (steps: boolean | DirectSteps, barrier: StepBarrier): Promise<Token[][]> => {
+            const prompts = [await prepare(0, "Once upon a time"), await prepare(1, "In a galaxy far away")];
+            return await Promise.all([
+                generate(barrier, 0, prompts[0]!, { ...plain, seed: 21 }, 32, steps),
+                generate(barrier, 1, prompts[1]!, { ...plain, seed: 22, temperature: 0.7 }, 24, steps)
+            ]);
+        };
+        const reference = await run(false, new StepBarrier());
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        const natively = await run(counted.steps, barrier);
+        assert.deepEqual(natively, reference);
+        assert.equal(counted.runs(), 1);
+    });
+
+    it("leaves the same tokens evaluated when the consumer stops, and runs again after", async () => {
+        const prompt = "A list of colors:";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), plain, 64, false, 9);
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        assert.deepEqual(await generate(barrier, 0, await prepare(0, prompt), plain, 64, counted.steps, 9), reference);
+        assert.deepEqual(await generate(barrier, 0, await prepare(0, prompt), plain, 64, counted.steps, 9), reference);
+        assert.equal(counted.runs(), 2);
+    });
+
+    it("stops for a generation that joins, then runs both", async () => {
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        const first = generate(barrier, 0, await prepare(0, "Once upon a time"), { ...plain, seed: 31 }, 96, counted.steps);
+        // Joins once the first is well into its run: its prompt is evaluated beside it.
+        while (counted.runs() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        const second = generate(barrier, 1, await barrier.contextWork(() => prepare(1, "In a galaxy far away")), { ...plain, seed: 32 }, 32, counted.steps);
+        const [a, b] = await Promise.all([first, second]);
+        assert.equal(a.length, 96);
+        assert.equal(b.length, 32);
+        assert.ok(counted.runs() >= 2, `runs: ${counted.runs()}`);
+    });
+
+    it("waits for a run to stop before exclusive work", async () => {
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        const tokens = await prepare(0, "Once upon a time");
+        const generation = generate(barrier, 0, tokens, { ...plain, seed: 41 }, 64, counted.steps);
+        while (counted.runs() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        // Exclusive work may call llama.cpp without node-llama-cpp's lock: the run's thread must be done.
+        const [atStart, atEnd] = await barrier.exclusive(async () => {
+            const held = sequences[0]!.nextTokenIndex;
+            await new Promise((resolve) => setTimeout(resolve, 60));
+            return [held, sequences[0]!.nextTokenIndex];
+        });
+        assert.equal(atEnd, atStart, "nothing decoded during the exclusive work");
+        const generated = await generation;
+        assert.equal(generated.length, 64);
     });
 });
