@@ -13,7 +13,7 @@
  * builds. Every process's CPU kernel file is checked to be the same. Both servers keep the same
  * sliding-window cache (their window, or every token with `--swa-full`), and each launch is warmed
  * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
- * timed (see warmUp). Each one-stream run also reports, a token, the decode thread's time off the
+ * timed (see warmUp). Each one-stream run also reports, a decoded token (after the first), the decode thread's time off the
  * CPU (idle) and the part of it asleep (the rest it waited for a core), and the CPU of the
  * server's threads but llama.cpp's (Linux schedstat).
  */
@@ -61,8 +61,9 @@ interface Launch {
     /** Median over the launch's runs of one stream's decode rate. */
     decode: number;
     /**
-     * Per generated token, the time the busiest thread (the one that calls llama_decode) spent off
-     * the CPU during a one-stream request, prefill included: wall time minus its run time. What
+     * Per generated token, the time the busiest thread (one of llama.cpp's) spent off the CPU
+     * during a one-stream request's decode, from its first streamed token to its last (the
+     * prompt may be evaluated on another thread than the tokens): wall time minus its run time. What
      * the layers above llama.cpp make it wait for. `asleepMsPerToken` is the part it was blocked
      * (a hop through another thread: the next batch not handed over yet); the rest it was
      * runnable and waited for a core (another thread of the server, or the client, on it).
@@ -147,20 +148,26 @@ async function launch(contender: Contender, round: number, kernels: string): Pro
         // The same prompts and seeds for every contender in a round, fresh ones each round.
         for (let run = 0; run < runs; run++) {
             const index = round * runs + run;
-            const before = await threadTimes(child.pid!);
-            const startedAt = performance.now();
-            const timing = await timeCompletionStream(url, { prompt: runPrompt(index, promptTokens), ...sampling, seed: index + 1 });
-            const wallMs = performance.now() - startedAt;
+            // From the first streamed token to the end: the prompt's evaluation may run on another thread than the decode.
+            let atFirstToken: Promise<Map<string, ThreadTimes>> | undefined;
+            let firstTokenAt = 0;
+            const timing = await timeCompletionStream(url, { prompt: runPrompt(index, promptTokens), ...sampling, seed: index + 1 }, () => {
+                firstTokenAt = performance.now();
+                atFirstToken = threadTimes(child.pid!);
+            });
+            const wallMs = performance.now() - firstTokenAt;
             const after = await threadTimes(child.pid!);
+            const before = await atFirstToken!;
+            const decodedTokens = timing.completionTokens - 1;
             const spent = [...after].map(([thread, times]) => ({
                 runMs: times.runMs - (before.get(thread)?.runMs ?? 0),
                 waitMs: times.waitMs - (before.get(thread)?.waitMs ?? 0)
             })).sort((a, b) => b.runMs - a.runMs);
             const busiest = spent[0]!;
             timings.push(timing);
-            idle.push((wallMs - busiest.runMs) / timing.completionTokens);
-            asleep.push((wallMs - busiest.runMs - busiest.waitMs) / timing.completionTokens);
-            others.push(spent.slice(Number(threads)).reduce((sum, each) => sum + each.runMs, 0) / timing.completionTokens);
+            idle.push((wallMs - busiest.runMs) / decodedTokens);
+            asleep.push((wallMs - busiest.runMs - busiest.waitMs) / decodedTokens);
+            others.push(spent.slice(Number(threads)).reduce((sum, each) => sum + each.runMs, 0) / decodedTokens);
         }
         return {
             decode: median(timings.map((timing) => timing.decodeTokensPerSecond)),

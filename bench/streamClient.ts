@@ -35,7 +35,7 @@ interface Arrival {
     data: Buffer;
 }
 
-export async function timeCompletionStream(url: string, body: Record<string, unknown>): Promise<StreamTiming> {
+export async function timeCompletionStream(url: string, body: Record<string, unknown>, onFirstData?: () => void): Promise<StreamTiming> {
     const payload = JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } });
     const startedAt = performance.now();
     const arrivals = await new Promise<Arrival[]>((resolve, reject) => {
@@ -46,7 +46,10 @@ export async function timeCompletionStream(url: string, body: Record<string, unk
             headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
         }, (response) => {
             const received: Arrival[] = [];
-            response.on("data", (data: Buffer) => received.push({ at: performance.now(), data }));
+            response.on("data", (data: Buffer) => {
+                if (received.length === 0) onFirstData?.();
+                received.push({ at: performance.now(), data });
+            });
             response.on("end", () => {
                 if (response.statusCode === 200) resolve(received);
                 else reject(new Error(`${url}: HTTP ${response.statusCode} ${Buffer.concat(received.map((arrival) => arrival.data)).toString()}`));
