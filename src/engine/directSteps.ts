@@ -169,10 +169,7 @@ export class DirectSteps {
                     numbers[3 * index] = sequenceId(step.sequence);
                     numbers[3 * index + 1] = internals._nextTokenIndex;
                     numbers[3 * index + 2] = step.token;
-                    if (this.appliedConfigs.get(step.sampler) !== step.config) {
-                        step.sampler.applyConfig(step.config);
-                        this.appliedConfigs.set(step.sampler, step.config);
-                    }
+                    this.configure(step);
                     samplers.push(step.sampler);
                 });
                 const sampled = await this.native.decodeStepsAndSample(numbers, samplers);
@@ -186,6 +183,13 @@ export class DirectSteps {
         }
     }
 
+    /** Gives the step's sampler its config, unless it already has it. */
+    private configure(step: QueuedStep): void {
+        if (this.appliedConfigs.get(step.sampler) === step.config) return;
+        step.sampler.applyConfig(step.config);
+        this.appliedConfigs.set(step.sampler, step.config);
+    }
+
     /** A batch may go on as a native run when every generation of the context is in it and each may decode past this step. */
     private runnable(steps: readonly QueuedStep[]): boolean {
         return this.run === undefined && this.allStepping?.(steps.length) === true
@@ -194,12 +198,7 @@ export class DirectSteps {
 
     /** Runs the steps as a native decode run, holding the context lock (the caller's) until it ends. */
     private async runNatively(steps: readonly QueuedStep[]): Promise<void> {
-        for (const step of steps) {
-            if (this.appliedConfigs.get(step.sampler) !== step.config) {
-                step.sampler.applyConfig(step.config);
-                this.appliedConfigs.set(step.sampler, step.config);
-            }
-        }
+        for (const step of steps) this.configure(step);
         const starts: RunStart[] = steps.map((step) => ({
             sequence: step.sequence, token: step.token, sampler: step.sampler, selfDecodes: step.selfDecodes!,
             credits: this.consumedSinceStep.get(step.sequence) ?? 0, resolve: step.resolve, reject: step.reject
