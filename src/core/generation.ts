@@ -189,20 +189,17 @@ async function runChoices(generations: readonly TextGeneration[], choices: reado
     const outputs = generations.map((): string[] => []);
     const results = await Promise.allSettled(generations.map(async (generation, index): Promise<Usage> => {
         const choice = choices[index]!;
-        // A promise only once `onPart` returns one (a full socket): a token's parts are otherwise handed on without an await.
-        const emit = (parts: readonly GenerationPart[], from = 0): Promise<void> | undefined => {
-            for (let part = from; part < parts.length; part++) {
-                const consumed = onPart(index, parts[part]!);
-                if (consumed !== undefined) return consumed.then(() => emit(parts, part + 1));
+        const emit = async (parts: GenerationPart[]): Promise<void> => {
+            for (const part of parts) {
+                const consumed = onPart(index, part);
+                if (consumed !== undefined) await consumed;
             }
-            return undefined;
         };
         try {
             let next = await generation.pieces.next();
             for (; !next.done; next = await generation.pieces.next()) {
                 // Read before the next token is pulled: the parser picks that token's grammar.
-                const emitted = emit(choice.read(next.value));
-                if (emitted !== undefined) await emitted;
+                await emit(choice.read(next.value));
                 if (logText !== undefined) outputs[index]!.push(next.value.text);
             }
             const end = choice.end(next.value);

@@ -71,11 +71,9 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
         if (sampled < 0) return { done: true, value: undefined };
         return { done: false, value: { token: sampled as Token } };
     };
-    const stepNow = (): Promise<Step> => barrier.step(() => direct !== undefined ? directStep() : evaluation().next());
-    const nextStep = (): Promise<Step> => {
-        // Alone in the context, a generation does not wait (arrive gives nothing to await): no hop a token.
-        const arrival = barrier.arrive(slot);
-        return arrival === undefined ? stepNow() : arrival.then(stepNow);
+    const nextStep = async (): Promise<Step> => {
+        await barrier.arrive(slot);
+        return await barrier.step(() => direct !== undefined ? directStep() : evaluation().next());
     };
     let inFlight: Promise<Step> | undefined;
     let generated = 0;
@@ -107,13 +105,11 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
                 || sequence.nextTokenIndex + 1 >= sequence.contextSize;
             if (generated === 1 && !last && afterPrompt !== undefined) await afterPrompt();
             if (!last && !sampling.followsConsumer) {
-                // A token the native decode run decodes by itself has no batch to wait for.
-                const dispatched = direct === undefined || !direct.steps.decodesInRun(sequence, direct.token);
                 inFlight = nextStep();
                 // Handled now, awaited after the yield: a failure while the consumer holds the
                 // token must not count as unhandled.
                 inFlight.catch(() => undefined);
-                if (dispatched) await (direct !== undefined ? direct.steps.afterDispatch() : nextDispatched());
+                await (direct !== undefined ? direct.steps.afterDispatch() : nextDispatched());
             }
             yield token;
             direct?.steps.consumed(sequence);

@@ -116,7 +116,7 @@ export class DirectSteps {
      * `afterDispatch()` resolves, when both are asked for in the same microtasks.
      */
     step(sequence: LlamaContextSequence, token: Token, sampler: NativeSampler, config: Record<string, unknown>, selfDecodes?: number): Promise<number | Error> {
-        if (this.decodesInRun(sequence, token)) return this.run!.next(sequence);
+        if (this.run?.decodes(sequence, token) === true) return this.run.next(sequence);
         // A generation out of the run steps from JS: the run stops, and all step together again.
         this.run?.stop();
         this.consumedSinceStep.set(sequence, 0);
@@ -128,11 +128,6 @@ export class DirectSteps {
             });
             this.queued.push({ sequence, token, sampler, config, selfDecodes, resolve, reject });
         });
-    }
-
-    /** Whether the decode run in progress decodes `token` as the sequence's next one by itself (its step then dispatches nothing). */
-    decodesInRun(sequence: LlamaContextSequence, token: Token): boolean {
-        return this.run?.decodes(sequence, token) === true;
     }
 
     /** The consumer is done with the sequence's last token: a decode run may decode the one after it. */

@@ -95,22 +95,14 @@ export class StepBarrier {
         });
     }
 
-    /** Runs one token step of a generation (decode and sample). Its own promise, not a wrapper: this runs every token. */
-    step<T>(work: () => Promise<T>): Promise<T> {
+    /** Runs one token step of a generation (decode and sample). */
+    async step<T>(work: () => Promise<T>): Promise<T> {
         this.stepping += 1;
-        const stepped = (): void => {
-            this.stepping -= 1;
-        };
-        let result: Promise<T>;
         try {
-            result = work();
-        } catch (error) {
-            stepped();
-            return Promise.reject(error);
+            return await work();
+        } finally {
+            this.stepping -= 1;
         }
-        // Registered before the caller's await, so the count drops before the caller resumes.
-        result.then(stepped, stepped);
-        return result;
     }
 
     /** Runs a generation's prompt evaluation, during which the others do not wait for it. */

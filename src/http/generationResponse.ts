@@ -77,24 +77,20 @@ export async function foldGeneration<Event extends SseEvent, Whole>(generation: 
 export async function streamGeneration(request: FastifyRequest, reply: FastifyReply, cancellation: RequestCancellation,
     generation: Generation, writer: StreamWriter<SseEvent>, errorFormat: ErrorFormat = errorFormatOf(request)): Promise<void> {
     const sse = SseStream.start(reply);
-    let keepAlive: NodeJS.Timeout | undefined;
-    const stopKeepAlive = (): void => {
-        if (keepAlive === undefined) return;
-        clearInterval(keepAlive);
-        keepAlive = undefined;
+    const sendAll = async (events: SseEvent[]): Promise<void> => {
+        for (const event of events) await sse.send(event);
     };
+    let keepAlive: NodeJS.Timeout | undefined;
+    const stopKeepAlive = (): void => clearInterval(keepAlive);
     try {
-        await sse.sendAll(writer.start());
+        await sendAll(writer.start());
         const alive = writer.keepAlive;
-        if (alive !== undefined) keepAlive = setInterval(() => void sse.sendAll(alive.events()), alive.intervalMs);
-        const usage = await generation.run((choice, part) => {
+        if (alive !== undefined) keepAlive = setInterval(() => void sendAll(alive.events()), alive.intervalMs);
+        const usage = await generation.run(async (choice, part) => {
             stopKeepAlive();
-            const events = writer.part(choice, part);
-            // Only a writer that stores something returns a promise, and only a full socket makes
-            // the send one: the per-token path awaits nothing otherwise.
-            return Array.isArray(events) ? sse.sendAll(events) : events.then((stored) => sse.sendAll(stored));
+            await sendAll(await writer.part(choice, part));
         });
-        await sse.sendAll(writer.end(usage));
+        await sendAll(writer.end(usage));
         await sse.finish(writer.lastData);
     } catch (error) {
         const failure = midStreamFailure(request, cancellation, error);
@@ -102,7 +98,7 @@ export async function streamGeneration(request: FastifyRequest, reply: FastifyRe
             sse.end();
             return;
         }
-        await sse.sendAll(await errorFormat.streamEvents(failure));
+        await sendAll(await errorFormat.streamEvents(failure));
         await sse.finish(writer.lastData);
     } finally {
         stopKeepAlive();

@@ -12,11 +12,6 @@ export interface SseEvent {
 /** What the SSE writer needs from a response: Node's `ServerResponse` (a stand-in in tests). */
 export type SseResponse = StreamingSink;
 
-function eventText(event: SseEvent): string {
-    const data = `data: ${JSON.stringify(event.data)}\n\n`;
-    return event.event === undefined ? data : `event: ${event.event}\n${data}`;
-}
-
 /** A Server-Sent Events response, on a backpressured `StreamingResponse`. */
 export class SseStream {
     private readonly out: StreamingResponse;
@@ -31,14 +26,9 @@ export class SseStream {
         this.out = new StreamingResponse(response, { "content-type": "text/event-stream; charset=utf-8" });
     }
 
-    /** Sends one event; a promise only when the socket is full (see StreamingResponse.write). */
-    send(event: SseEvent): Promise<void> | undefined {
-        return this.out.write(eventText(event));
-    }
-
-    /** Sends the events in order; a promise only once one of them meets a full socket. */
-    sendAll(events: readonly SseEvent[]): Promise<void> | undefined {
-        return this.out.writeEach(events, eventText);
+    async send(event: SseEvent): Promise<void> {
+        const data = `data: ${JSON.stringify(event.data)}\n\n`;
+        await this.out.write(event.event === undefined ? data : `event: ${event.event}\n${data}`);
     }
 
     /**

@@ -32,26 +32,10 @@ export class StreamingResponse {
         response.writeHead(200, { ...headers, "cache-control": "no-cache", "x-accel-buffering": "no" });
     }
 
-    /**
-     * Writes `text`. A promise (resolved at `drain` or `close`) only when the socket is full, so
-     * the callback that writes each token allocates and awaits nothing otherwise: what the main
-     * thread allocates a token it pays again in page faults, on the cores llama.cpp decodes on
-     * (bench/README.md, "Fewer awaits a token").
-     */
-    write(text: string): Promise<void> | undefined {
+    async write(text: string): Promise<void> {
         const response = this.response;
-        if (this.finished || response.destroyed || response.writableEnded) return undefined;
-        if (!response.write(text) && !response.destroyed) return this.drained();
-        return undefined;
-    }
-
-    /** Writes each item's text in order, as `write`: a promise only once one of them meets a full socket. */
-    writeEach<T>(items: readonly T[], text: (item: T) => string, from = 0): Promise<void> | undefined {
-        for (let index = from; index < items.length; index++) {
-            const drained = this.write(text(items[index]!));
-            if (drained !== undefined) return drained.then(() => this.writeEach(items, text, index + 1));
-        }
-        return undefined;
+        if (this.finished || response.destroyed || response.writableEnded) return;
+        if (!response.write(text) && !response.destroyed) await this.drained();
     }
 
     /** Ends the response (also after the client went away); later writes are dropped. */

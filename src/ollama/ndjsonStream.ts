@@ -6,10 +6,6 @@ import { StreamingResponse, type StreamingSink } from "../http/streamingResponse
 import { ollamaErrorBody } from "./errorFormat.js";
 import { OllamaChunkFolder, type OllamaChunk, type OllamaChunkWriter } from "./responseChunks.js";
 
-function ndjsonLine(value: unknown): string {
-    return `${JSON.stringify(value)}\n`;
-}
-
 /** A newline-delimited JSON response (`application/x-ndjson`, Ollama's streaming format): one object per line, each one write. */
 export class NdjsonStream {
     private readonly out: StreamingResponse;
@@ -24,14 +20,8 @@ export class NdjsonStream {
         this.out = new StreamingResponse(response, { "content-type": "application/x-ndjson" });
     }
 
-    /** Sends one object; a promise only when the socket is full (see StreamingResponse.write). */
-    send(value: unknown): Promise<void> | undefined {
-        return this.out.write(ndjsonLine(value));
-    }
-
-    /** Sends the objects in order; a promise only once one of them meets a full socket. */
-    sendAll(values: readonly unknown[]): Promise<void> | undefined {
-        return this.out.writeEach(values, ndjsonLine);
+    send(value: unknown): Promise<void> {
+        return this.out.write(`${JSON.stringify(value)}\n`);
     }
 
     end(): void {
@@ -49,7 +39,9 @@ export async function streamNdjsonGeneration(request: FastifyRequest, reply: Fas
     generation: Generation, write: (part: GenerationPart) => unknown[]): Promise<void> {
     const stream = NdjsonStream.start(reply);
     try {
-        await generation.run((_choice, part) => stream.sendAll(write(part)));
+        await generation.run(async (_choice, part) => {
+            for (const value of write(part)) await stream.send(value);
+        });
     } catch (error) {
         const failure = midStreamFailure(request, cancellation, error);
         if (failure !== undefined) await stream.send(ollamaErrorBody(failure));

@@ -114,31 +114,6 @@ describe("Generation.run (runChoices) on the real engine", () => {
         assert.equal(model.scheduler.active, 0);
     });
 
-    it("a consumer that waits on some parts (a full socket): no part is handed over before the one it waits on settles, and the text is whole", async () => {
-        // With logprobs a token's parts are a list (text, then logprobs), so a wait can fall in the middle of one.
-        const generation = await startCompletionGeneration(model, completion({ grammar: exact("Waited on, now and then."), logprobs: { top: 0 } }), {
-            signal: new AbortController().signal
-        });
-        const { parts, onPart, texts } = collector(1);
-        let waiting = false;
-        let waits = 0;
-        const usage = await generation.run((choice, part) => {
-            assert.equal(waiting, false, "a part was handed over while the one before it was still being written");
-            onPart(choice, part);
-            if (parts[0]!.length % 3 !== 0) return undefined;
-            waiting = true;
-            waits += 1;
-            return new Promise<void>((resolve) => setImmediate(() => {
-                waiting = false;
-                resolve();
-            }));
-        });
-        assert.deepEqual(texts(), ["Waited on, now and then."]);
-        assert.equal(finishOf(parts[0]!).reason, "stop");
-        assert.equal(usage.completionTokens, parts[0]!.filter((part) => part.type === "logprobs").length);
-        assert.ok(waits >= 3, `only ${waits} waits`);
-    });
-
     it("close() before run gives the slots back", async () => {
         const generation = await startCompletionGeneration(model, completion({ grammar: exact("x"), n: 2 }), { signal: new AbortController().signal });
         assert.equal(model.scheduler.active, 2);
