@@ -7,6 +7,7 @@
 // with the default 4 threads. Set UV_THREADPOOL_SIZE yourself to override (file I/O then gets more
 // parallelism).
 "use strict";
+restartWithHugePages();
 process.env.UV_THREADPOOL_SIZE ??= "1";
 
 // V8 sizes the old generation's next limit from how fast the program allocates against how fast
@@ -26,3 +27,28 @@ import("../dist/src/cli/main.js")
     .then((code) => {
         if (code !== 0) process.exit(code);
     });
+
+// llama.cpp's CPU buffers (the weights when Maple reads them into RAM, see src/engine/weightsLoad.ts,
+// the KV cache, the compute buffers) come from glibc's malloc, and the kernel backs them with
+// transparent huge pages only when they are advised (THP "madvise", the usual default).
+// glibc.malloc.hugetlb=1 makes malloc advise them: fewer TLB misses while a decode streams through
+// the weights. Measured with llama-bench (2 threads, decode at depth 200): the qwen3-0.6b twin
+// 47.3-47.6 -> 51.6-53.0 tok/s, the maple-preview twin 42.4-42.7 -> 47.7-47.8, weights in RAM
+// against mapped. glibc reads GLIBC_TUNABLES once, when a process starts, so the command restarts
+// itself once with it; build/execve.node (scripts/build-execve.js) keeps the pid, stdio and parent.
+// MAPLE_HUGE_PAGES=0, a GLIBC_TUNABLES that sets glibc.malloc.hugetlb, or THP "never" leaves the
+// process as started.
+function restartWithHugePages() {
+    const tunables = process.env.GLIBC_TUNABLES ?? "";
+    if (process.platform !== "linux" || process.env.MAPLE_HUGE_PAGES === "0" || /(^|:)glibc\.malloc\.hugetlb=/.test(tunables)) return;
+    let execve;
+    try {
+        if (require("node:fs").readFileSync("/sys/kernel/mm/transparent_hugepage/enabled", "utf8").includes("[never]")) return;
+        ({ execve } = require("../build/execve.node"));
+    } catch {
+        return;
+    }
+    const env = { ...process.env, GLIBC_TUNABLES: tunables === "" ? "glibc.malloc.hugetlb=1" : `${tunables}:glibc.malloc.hugetlb=1` };
+    // Returns only when execve failed (an errno): the process goes on as started, without huge pages.
+    execve(process.execPath, [process.argv0, ...process.execArgv, ...process.argv.slice(1)], Object.entries(env).map(([key, value]) => `${key}=${value}`));
+}

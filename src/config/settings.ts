@@ -65,6 +65,7 @@ export interface MapleConfig {
     cacheDiskMiB: number;
     /** Sliding-window layers keep every token (the full cache) instead of their window and checkpoints. */
     swaFull: boolean;
+    weights: "auto" | "ram" | "mmap";
     /** Keep Claude Code's attribution system block (src/anthropic/attributionBlocks.ts) in the prompt. */
     keepBillingHeader: boolean;
     /** Serve the built-in web chat at / (default true). */
@@ -272,6 +273,10 @@ export const settings = [
     define({ key: "swaFull", flag: "swa-full", env: "MAPLE_SWA_FULL", valueName: "BOOL", defaultValue: () => false,
         help: "Sliding-window models: keep every token's cells in the sliding-window layers (more memory) instead of their window, with checkpoints where prompts are cut back",
         parse: boolean }),
+    define({ key: "weights", flag: "weights", env: "MAPLE_WEIGHTS", valueName: "auto|ram|mmap", defaultValue: () => "auto" as const,
+        defaultText: "auto: ram when huge pages are on and the file fits in 80% of the available memory, else mmap",
+        help: "How the weights reach llama.cpp: ram copies them into huge pages (faster decode on CPU, see docs/huge-pages.md), mmap maps the file (shared page cache, pageable)",
+        parse: oneOf(["auto", "ram", "mmap"] as const) }),
     define({ key: "keepBillingHeader", flag: "keep-billing-header", env: "MAPLE_KEEP_BILLING_HEADER", valueName: "BOOL", defaultValue: () => false,
         help: "Keep Claude Code's per-session x-anthropic-billing-header system block in the prompt (off: left out, so sessions share their cached preamble)",
         parse: boolean }),

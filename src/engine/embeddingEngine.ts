@@ -3,6 +3,7 @@ import { ContextLengthExceededError } from "../errors.js";
 import { describeModel } from "./describeModel.js";
 import { openLlama } from "./openLlama.js";
 import type { ModelInfo } from "./types.js";
+import { weightsLoadFor, type WeightsSetting } from "./weightsLoad.js";
 
 export interface EmbeddingEngineOptions {
     modelPath: string;
@@ -10,6 +11,8 @@ export interface EmbeddingEngineOptions {
     /** Longest input in tokens; capped at the model's training context, which undefined means. */
     contextSize: number | undefined;
     batchSize: number;
+    /** How the weights reach llama.cpp (chooseWeightsLoad); default "auto". */
+    weights?: WeightsSetting;
     signal?: AbortSignal;
     onLoadProgress?: (fraction: number) => void;
     onLog?: (level: "warn" | "error", message: string) => void;
@@ -43,8 +46,9 @@ export interface EmbeddingEngine {
 export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Promise<EmbeddingEngine> {
     const startedAt = performance.now();
     const llama = await openLlama(options.threads, options.onLog);
+    const weights = await weightsLoadFor(options.modelPath, options.weights, llama.gpu === false);
     const model = await llama.loadModel({
-        modelPath: options.modelPath, gpuLayers: llama.gpu === false ? 0 : "auto", onLoadProgress: options.onLoadProgress, loadSignal: options.signal
+        modelPath: options.modelPath, useMmap: weights.useMmap, gpuLayers: llama.gpu === false ? 0 : "auto", onLoadProgress: options.onLoadProgress, loadSignal: options.signal
     });
     try {
         // Unset (the chat models' fitted default): the embedding model's own training context.

@@ -23,6 +23,7 @@ import { CacheReport } from "./promptCache/cacheReport.js";
 import { modelIdentity } from "./promptCache/modelIdentity.js";
 import { PromptCache } from "./promptCache/promptCache.js";
 import { sharedPrefixLength } from "./promptCache/cacheTier.js";
+import { weightsLoadFor, type WeightsSetting } from "./weightsLoad.js";
 
 export interface LlamaEngineOptions {
     modelPath: string;
@@ -45,6 +46,8 @@ export interface LlamaEngineOptions {
     signal?: AbortSignal;
     /** llama.cpp's own log lines (warnings and errors only). */
     onLog?: (level: "warn" | "error", message: string) => void;
+    /** How the weights reach llama.cpp (chooseWeightsLoad); default "auto". */
+    weights?: WeightsSetting;
     /** Saved slot states beyond the slots (see docs/prompt-cache.md); none when absent. */
     promptCache?: PromptCacheSettings;
     /**
@@ -83,8 +86,10 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
     }
     const llama = await openLlama(options.threads, options.onLog, options.gpu);
+    const weights = await weightsLoadFor(options.modelPath, options.weights, llama.gpu === false);
     const model = await llama.loadModel({
         modelPath: options.modelPath,
+        useMmap: weights.useMmap,
         gpuLayers: llama.gpu === false ? 0 : "auto",
         onLoadProgress: options.onLoadProgress,
         loadSignal: options.signal
@@ -155,7 +160,9 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             engineVersion: `node-llama-cpp ${engineVersion}`,
             engineBuild: `node-llama-cpp ${engineVersion}; llama.cpp ${llama.llamaCppRelease.repo} ${llama.llamaCppRelease.release} (${llama.buildType}); `
                 + `${llama.gpu === false ? "cpu" : llama.gpu}${samplingInDecode ? "; sampling in the decode job" : ""}`,
-            samplingInDecode
+            samplingInDecode,
+            weights: weights.useMmap ? "mmap" : "ram",
+            weightsReason: weights.reason
         });
     } catch (error) {
         await model.dispose();

@@ -60,6 +60,9 @@ export interface RuntimeInfo {
      * by scripts/patch-node-llama-cpp.js), or in a second native job per token (the prebuilt addon).
      */
     samplingInDecode: boolean;
+    /** How the weights reached llama.cpp: copied into RAM (huge pages) or mapped from the file, and why (chooseWeightsLoad). */
+    weights: "ram" | "mmap";
+    weightsReason: string;
 }
 
 /** A compiled GBNF grammar; each generation gets its own evaluation state from it. */

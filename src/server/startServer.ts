@@ -219,7 +219,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 const onLog = (level: "warn" | "error", message: string): void => logger[level]({ source: "llama.cpp", model: entry.id }, message);
                 if (facts.purpose === "embedding") {
                     const embedder = await loadEmbeddingEngine({
-                        modelPath: model.path, threads: config.threads, contextSize: config.contextSize, batchSize: config.batchSize, signal, onLoadProgress, onLog
+                        modelPath: model.path, threads: config.threads, contextSize: config.contextSize, batchSize: config.batchSize, weights: config.weights,
+                        signal, onLoadProgress, onLog
                     });
                     entry.embedding.setReady({ embedder, source: model.source });
                     logger.info({ model: entry.id, dimensions: embedder.dimensions, synthetic: embedder.model.synthetic, loadSeconds: embedder.loadSeconds },
@@ -235,6 +236,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     kvBudgetBytes: kvBudgetBytes(config, modelFileBytes),
                     promptCache: promptCacheSettings(config, modelFileBytes),
                     swaFullCache: config.swaFull,
+                    weights: config.weights,
                     signal,
                     onLoadProgress,
                     onLog
@@ -245,7 +247,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
                     contextSize: engine.runtime.contextSize, contextReason: engine.runtime.contextReason, kvBytesPerSlot: engine.runtime.kvBytesPerSlot,
                     slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
-                    device: engine.runtime.device, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds
+                    device: engine.runtime.device, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds,
+                    weights: engine.runtime.weights, weightsReason: engine.runtime.weightsReason
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
                 else logger.info(summary, "model ready");

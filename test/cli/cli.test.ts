@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
@@ -222,6 +222,31 @@ describe("maple CLI", () => {
             stop();
         }
     });
+
+    const hugePagesHere = existsSync(join(repoRoot, "build", "execve.node")) && existsSync("/sys/kernel/mm/transparent_hugepage/enabled")
+        && !readFileSync("/sys/kernel/mm/transparent_hugepage/enabled", "utf8").includes("[never]");
+    it("restarts itself once, same pid, with glibc.malloc.hugetlb=1 and reads the weights into huge pages; MAPLE_HUGE_PAGES=0 maps them",
+        { skip: !hugePagesHere && "needs Linux with glibc >= 2.35, THP not 'never' and build/execve.node (npm install builds it)" }, async () => {
+            const launch = async (env: Record<string, string>) => {
+                const server = await startServe(await freePort(), [], { MAPLE_THREADS: "1", MAPLE_MODELS_DIR: testModelsDir, MAPLE_CONTEXT_SIZE: "1024", MAPLE_LOG_LEVEL: "warn", ...env });
+                try {
+                    const environment = (await readFile(`/proc/${server.child.pid}/environ`, "utf8")).split("\0");
+                    const smaps = await readFile(`/proc/${server.child.pid}/smaps_rollup`, "utf8");
+                    const anonHugeKiB = Number(/AnonHugePages:\s+(\d+)/.exec(smaps)?.[1] ?? 0);
+                    return { tunables: environment.find((entry) => entry.startsWith("GLIBC_TUNABLES=")), anonHugeKiB, output: server.output() };
+                } finally {
+                    server.stop();
+                }
+            };
+            const huge = await launch({});
+            assert.equal(huge.tunables, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", "the process that answers /health, started as the spawned pid");
+            assert.match(huge.output, /"weights":"ram"/, huge.output);
+            // maple-tiny's ~90 MB of weights, at least partly in 2 MiB pages.
+            assert.ok(huge.anonHugeKiB >= 2048, `AnonHugePages ${huge.anonHugeKiB} kB`);
+            const mapped = await launch({ MAPLE_HUGE_PAGES: "0" });
+            assert.equal(mapped.tunables, undefined);
+            assert.match(mapped.output, /"weights":"mmap","weightsReason":"no huge pages/, mapped.output);
+        });
 
     it("runs llama.cpp's decode calls on one libuv pool thread unless UV_THREADPOOL_SIZE says otherwise", { skip: !existsSync("/proc/self/task") && "needs /proc" }, async () => {
         // libuv starts all of its pool threads at once, on first use: the thread counts of two
