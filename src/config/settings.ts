@@ -65,6 +65,7 @@ export interface MapleConfig {
     cacheDiskMiB: number;
     /** Sliding-window layers keep every token (the full cache) instead of their window and checkpoints. */
     swaFull: boolean;
+    /** How the weights reach llama.cpp: copied into RAM (huge pages), mapped, or chosen (src/engine/weightsLoad.ts). */
     weights: "auto" | "ram" | "mmap";
     /** Keep Claude Code's attribution system block (src/anthropic/attributionBlocks.ts) in the prompt. */
     keepBillingHeader: boolean;
