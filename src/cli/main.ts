@@ -88,7 +88,8 @@ async function serve(args: string[]): Promise<number> {
             onProgress: (stage, done, total) => {
                 let bar = bars.get(stage);
                 if (bar === undefined) {
-                    bar = createProgressReporter({ label: labels[stage], showBytes: stage !== "load" });
+                    // Piped or collected output gets the progress as log lines, in the log's format and level.
+                    bar = createProgressReporter({ label: labels[stage], showBytes: stage !== "load", logger: { info: (line) => logger.info({ stage }, line) } });
                     bars.set(stage, bar);
                 }
                 bar.update(done, total);

@@ -1,4 +1,4 @@
-import { GgufInsights, readGgufFileInfo } from "node-llama-cpp";
+import { GgufInsights, readGgufFileInfo, type Llama } from "node-llama-cpp";
 import { ContextDoesNotFitError, fitContextSize } from "./contextFit.js";
 import { kvCacheBytes, slotBytesAt, slotCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 
@@ -32,15 +32,17 @@ export interface ModelLayout {
 /**
  * Reads a GGUF's header (not its weights) to tell, before loading it, whether it is an embedding
  * model (llama.cpp pools its outputs: `ARCH.pooling_type` mean, cls, last or rank) and how much
- * memory it will take with `layout`, so the model registry can make room first.
+ * memory it will take with `layout`, so the model registry can make room first. `llama`: the
+ * process's (openLlama); without it node-llama-cpp opens a backend-less one of its own, which
+ * takes llama.cpp's log away from a Llama opened after it (see openLlama).
  */
-export async function readModelFileFacts(path: string, layout: ModelLayout): Promise<ModelFileFacts> {
+export async function readModelFileFacts(path: string, layout: ModelLayout, llama?: Llama): Promise<ModelFileFacts> {
     const info = await readGgufFileInfo(path, { readTensorInfo: true });
     const metadata = info.metadata as unknown as Record<string, { pooling_type?: number; embedding_length?: number; context_length?: number } | undefined>
         & { general: { architecture: string } };
     const architecture = metadata[metadata.general.architecture];
     const purpose: ModelPurpose = (architecture?.pooling_type ?? 0) > 0 ? "embedding" : "chat";
-    const insights = await GgufInsights.from(info);
+    const insights = await GgufInsights.from(info, llama);
     const weightsBytes = insights.modelSize;
     const trainContext = architecture?.context_length ?? layout.contextSize ?? fallbackContextSize;
     if (purpose === "chat") {

@@ -1,11 +1,34 @@
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 
+export type LlamaLog = (level: "warn" | "error", message: string) => void;
+
 /**
- * node-llama-cpp's llama.cpp binding as Maple uses it: a prebuilt GPU build when one loads, else
+ * One Llama per process and setting: node-llama-cpp 3.22.1's addon keeps a single logger for the
+ * whole process, and a second Llama's (or GgufInsights' own backend-less one) replaces the first's
+ * while the first's finalizer, run later, marks "no logger" for both. From then on llama.cpp's
+ * warnings went raw to stdout, past the structured log (seen with two models, or a model's file
+ * facts read before its load). Upstream, the finalizer would clear only its own logger.
+ */
+const opened = new Map<string, Promise<Llama>>();
+/** llama.cpp's log is the process's: its lines go to the latest caller's sink, the model loading now. */
+let sink: LlamaLog | undefined;
+
+/**
+ * node-llama-cpp's binding of llama.cpp as Maple uses it: a prebuilt GPU build when one loads, else
  * the CPU; `threads` at most; llama.cpp's warnings and errors to `onLog`, nothing else.
  */
-export function openLlama(threads: number, onLog: ((level: "warn" | "error", message: string) => void) | undefined, gpu: "auto" | false = "auto"): Promise<Llama> {
-    return getLlama({
+export async function openLlama(threads: number, onLog: LlamaLog | undefined, gpu: "auto" | false = "auto"): Promise<Llama> {
+    if (onLog !== undefined) sink = onLog;
+    const key = `${threads}/${String(gpu)}`;
+    const pending = opened.get(key);
+    if (pending !== undefined) {
+        const existing = await pending.catch(() => undefined);
+        if (existing !== undefined && !existing.disposed) return existing;
+        // Failed or disposed: the first caller back opens another.
+        if (opened.get(key) === pending) opened.delete(key);
+        else return openLlama(threads, onLog, gpu);
+    }
+    const llama = getLlama({
         gpu,
         build: "never",
         progressLogs: false,
@@ -13,9 +36,11 @@ export function openLlama(threads: number, onLog: ((level: "warn" | "error", mes
         logLevel: LlamaLogLevel.warn,
         logger: (level, message) => {
             const text = message.trim();
-            if (text === "" || onLog === undefined) return;
-            if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) onLog("error", text);
-            else if (level === LlamaLogLevel.warn) onLog("warn", text);
+            if (text === "" || sink === undefined) return;
+            if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) sink("error", text);
+            else if (level === LlamaLogLevel.warn) sink("warn", text);
         }
     });
+    opened.set(key, llama);
+    return llama;
 }

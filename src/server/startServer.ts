@@ -11,6 +11,7 @@ import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine
 import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";
+import { openLlama } from "../engine/openLlama.js";
 import { listStoredModels } from "../models/modelStore.js";
 import { modelNameOf, servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
@@ -204,9 +205,10 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     onFallback: (reason) => logger.warn(reason)
                 });
                 const modelFileBytes = (await stat(model.path)).size;
+                const onLog = (level: "warn" | "error", message: string): void => logger[level]({ source: "llama.cpp", model: entry.id }, message);
                 const facts = await readModelFileFacts(model.path, {
                     contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull, kvBudgetBytes: kvBudgetBytes(config, modelFileBytes)
-                });
+                }, await openLlama(config.threads, onLog));
                 entry.purpose = facts.purpose;
                 entry.host.setLoading("loading", 0);
                 await makeRoom(facts.memoryBytes);
@@ -216,7 +218,6 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     entry.host.setLoading("loading", fraction);
                     progress?.("load", fraction, 1);
                 };
-                const onLog = (level: "warn" | "error", message: string): void => logger[level]({ source: "llama.cpp", model: entry.id }, message);
                 if (facts.purpose === "embedding") {
                     const embedder = await loadEmbeddingEngine({
                         modelPath: model.path, threads: config.threads, contextSize: config.contextSize, batchSize: config.batchSize, weights: config.weights,

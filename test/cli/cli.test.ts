@@ -218,6 +218,8 @@ describe("maple CLI", () => {
             const [code, signal] = await exited;
             assert.equal(signal, null, output());
             assert.equal(code, 0, output());
+            // Not a terminal: the load's progress comes as log lines at the log's level, nothing else is written.
+            for (const line of lines(output())) assert.doesNotThrow(() => JSON.parse(line), `not a log line: ${line}`);
         } finally {
             stop();
         }
