@@ -7,7 +7,7 @@
  *
  *   npm run build && node dist/bench/launches.js [--model synthetic:qwen3-0.6b] [--threads 1]
  *       [--rounds 3] [--runs 2] [--parallel 4] [--maple DIR]... [--prompt-tokens 200] [--max-tokens 128]
- *       [--warm-up-tokens 2048] [--swa-full]
+ *       [--warm-up-tokens 2048] [--swa-full] [--llama-huge-pages]
  *
  * `--maple DIR` (repeatable) is a built checkout of Maple (default: this one); two of them compare
  * builds. Every process's CPU kernel file is checked to be the same. Both servers keep the same
@@ -15,14 +15,16 @@
  * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
  * timed (see warmUp). Each one-stream run also reports, a decoded token (after the first), the decode thread's time off the
  * CPU (idle) and the part of it asleep (the rest it waited for a core), and the CPU of the
- * server's threads but llama.cpp's (Linux schedstat).
+ * server's threads but llama.cpp's (Linux schedstat). `--llama-huge-pages` adds a llama-server and
+ * a llama-bench that keep their weights in huge pages as Maple does (see inHugePages): what Maple
+ * gains from its page sizes apart from what its layers cost.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config/settings.js";
 import { resolveModel } from "../src/models/resolveModel.js";
-import { ensureLlamaCppTools, mappedCpuVariant, requireSameKernels, runLlamaBench } from "./llamaCpp.js";
+import { ensureLlamaCppTools, inHugePages, mappedCpuVariant, requireSameKernels, runLlamaBench } from "./llamaCpp.js";
 import { freePort, median, repoRoot, runPrompt, waitForHealth } from "./shared.js";
 import { parallelAggregate, timeCompletionStream } from "./streamClient.js";
 
@@ -38,7 +40,8 @@ const { values } = parseArgs({
         "max-tokens": { type: "string", default: "128" },
         "context-size": { type: "string", default: "4096" },
         "warm-up-tokens": { type: "string", default: "2048" },
-        "swa-full": { type: "boolean", default: false }
+        "swa-full": { type: "boolean", default: false },
+        "llama-huge-pages": { type: "boolean", default: false }
     }
 });
 const threads = values.threads;
@@ -50,6 +53,7 @@ const contextSize = Number(values["context-size"]);
 const warmUpTokens = Number(values["warm-up-tokens"]);
 // Windowed or full, the same on both sides: one against the other measures the cache, not the server.
 const swaFull = values["swa-full"] === true;
+const llamaHugePages = values["llama-huge-pages"] === true;
 const sampling = { max_tokens: Number(values["max-tokens"]), ignore_eos: true, temperature: 0.6, top_p: 0.95, top_k: 20 };
 
 interface Contender {
@@ -81,12 +85,14 @@ const model = await resolveModel(values.model, { modelsDir });
 const tools = await ensureLlamaCppTools();
 
 const mapleDirs = values.maple ?? [repoRoot];
+const llamaServerArgs = (port: number): string[] => ["-m", model.path, "-t", threads, "-tb", threads, "-c", String(contextSize * parallel),
+    "-np", String(parallel), ...(swaFull ? ["--swa-full"] : []), "--port", String(port), "--host", "127.0.0.1", "--no-webui"];
 const contenders: Contender[] = [
-    {
-        name: "llama-server",
-        start: (port) => spawn(tools.server, ["-m", model.path, "-t", threads, "-tb", threads, "-c", String(contextSize * parallel),
-            "-np", String(parallel), ...(swaFull ? ["--swa-full"] : []), "--port", String(port), "--host", "127.0.0.1", "--no-webui"], { stdio: "ignore" })
-    },
+    { name: "llama-server", start: (port) => spawn(tools.server, llamaServerArgs(port), { stdio: "ignore" }) },
+    ...(llamaHugePages ? [{
+        name: "llama-server, huge pages",
+        start: (port: number) => spawn(tools.server, [...llamaServerArgs(port), ...inHugePages.args], { stdio: "ignore", env: inHugePages.env })
+    }] : []),
     ...mapleDirs.map((dir, index) => ({
         name: mapleDirs.length === 1 ? "maple serve" : `maple serve #${index + 1} (${dir})`,
         start: (port: number) => spawn(process.execPath, [`${dir.replace(/\/$/, "")}/bin/maple.cjs`, "serve", "--model", model.path,
@@ -187,8 +193,10 @@ console.log(`model ${values.model} (${model.path}), threads ${threads}, prompt ~
     + `sliding-window layers keep ${swaFull ? "every token (--swa-full)" : "their window"}`);
 const launches = new Map<string, Launch[]>(contenders.map((each) => [each.name, []]));
 const floors: number[] = [];
+const hugePageFloors: number[] = [];
 for (let round = 0; round < rounds; round++) {
     const bench = await runLlamaBench(tools.bench, model.path, Number(threads), promptTokens, sampling.max_tokens);
+    if (llamaHugePages) hugePageFloors.push((await runLlamaBench(tools.bench, model.path, Number(threads), promptTokens, sampling.max_tokens, true)).decodeAtDepthTokensPerSecond);
     if (round === 0) await requireSameKernels([{ name: "llama-bench", pid: 0, variant: bench.cpuVariant }]);
     floors.push(bench.decodeAtDepthTokensPerSecond);
     // Reversed every other round, so that no contender always runs first after llama-bench.
@@ -204,7 +212,8 @@ for (let round = 0; round < rounds; round++) {
 
 const baseline = launches.get("llama-server")!;
 const floor = median(floors);
-console.log(`\nmedians over ${rounds} launches each (llama-bench decode at depth ${promptTokens}: ${floor.toFixed(1)} tok/s; runs ${floors.map((each) => each.toFixed(1)).join(", ")})`);
+console.log(`\nmedians over ${rounds} launches each (llama-bench decode at depth ${promptTokens}: ${floor.toFixed(1)} tok/s; runs ${floors.map((each) => each.toFixed(1)).join(", ")}`
+    + `${llamaHugePages ? `; in huge pages ${median(hugePageFloors).toFixed(1)} tok/s, runs ${hugePageFloors.map((each) => each.toFixed(1)).join(", ")}` : ""})`);
 for (const [name, results] of launches) {
     const decode = median(results.map((each) => each.decode));
     const aggregate = median(results.map((each) => each.aggregate));

@@ -92,8 +92,8 @@ export interface LlamaBenchRow {
  * Runs llama-bench (`command`: the binary and its arguments, after any launcher such as taskset)
  * with JSON output, and returns its rows and the CPU kernel file it ran.
  */
-export async function llamaBenchRows(command: readonly string[]): Promise<{ rows: LlamaBenchRow[]; cpuVariant: string | undefined }> {
-    const child = spawn(command[0]!, [...command.slice(1), "-o", "json"], { stdio: ["ignore", "pipe", "ignore"] });
+export async function llamaBenchRows(command: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<{ rows: LlamaBenchRow[]; cpuVariant: string | undefined }> {
+    const child = spawn(command[0]!, [...command.slice(1), "-o", "json"], { stdio: ["ignore", "pipe", "ignore"], env });
     let stdout = "";
     child.stdout.on("data", (data: Buffer) => (stdout += data.toString()));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -117,6 +117,16 @@ export async function requireSameKernels(processes: readonly { name: string; pid
     return variants[0];
 }
 
+/**
+ * What makes llama-server or llama-bench keep its weights as Maple does by default on Linux
+ * (docs/huge-pages.md): read into its own memory (`--load-mode none`) with glibc's malloc asking
+ * for transparent huge pages. With it, a comparison measures the servers, not their page sizes.
+ */
+export const inHugePages = {
+    args: ["--load-mode", "none"],
+    env: { ...process.env, GLIBC_TUNABLES: "glibc.malloc.hugetlb=1" }
+} as const;
+
 export interface LlamaBenchResult {
     promptTokensPerSecond: number;
     /** Decode into an empty context: llama-bench's usual tg figure. */
@@ -131,9 +141,10 @@ export interface LlamaBenchResult {
 }
 
 /** llama-bench's pp (prompt) and tg (decode, at depth 0 and at the prompt's depth) throughput, averaged over its repetitions. */
-export async function runLlamaBench(binary: string, modelPath: string, threads: number, promptTokens: number, decodeTokens: number): Promise<LlamaBenchResult> {
+export async function runLlamaBench(binary: string, modelPath: string, threads: number, promptTokens: number, decodeTokens: number,
+    hugePages = false): Promise<LlamaBenchResult> {
     const { rows, cpuVariant: variant } = await llamaBenchRows([binary, "-m", modelPath, "-t", String(threads), "-p", String(promptTokens),
-        "-n", String(decodeTokens), "-d", `0,${promptTokens}`, "-r", "3"]);
+        "-n", String(decodeTokens), "-d", `0,${promptTokens}`, "-r", "3", ...(hugePages ? inHugePages.args : [])], hugePages ? inHugePages.env : process.env);
     const decodeAt = (depth: number): number => rows.find((row) => row.n_gen > 0 && row.n_prompt === 0 && (row.n_depth ?? 0) === depth)?.avg_ts ?? NaN;
     return {
         promptTokensPerSecond: rows.find((row) => row.n_prompt > 0 && row.n_gen === 0 && (row.n_depth ?? 0) === 0)?.avg_ts ?? NaN,
