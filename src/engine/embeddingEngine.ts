@@ -1,7 +1,7 @@
 import { type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { ContextLengthExceededError } from "../errors.js";
 import { describeModel } from "./describeModel.js";
-import { openLlama } from "./openLlama.js";
+import { openLlama, type LlamaLog } from "./openLlama.js";
 import type { ModelInfo } from "./types.js";
 import { weightsLoadFor, type WeightsSetting } from "./weightsLoad.js";
 
@@ -15,7 +15,7 @@ export interface EmbeddingEngineOptions {
     weights?: WeightsSetting;
     signal?: AbortSignal;
     onLoadProgress?: (fraction: number) => void;
-    onLog?: (level: "warn" | "error", message: string) => void;
+    onLog?: LlamaLog;
 }
 
 /** One input's vector (L2-normalised, as OpenAI's and llama-server's are) and the tokens it took. */

@@ -4,7 +4,7 @@ import type {
     Engine, EngineGrammar, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo, PromptCacheReport, RuntimeInfo
 } from "./types.js";
 import { decodeLoop } from "./decodeLoop.js";
-import { openLlama } from "./openLlama.js";
+import { openLlama, type LlamaLog } from "./openLlama.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { fitContextSize } from "./contextFit.js";
@@ -45,7 +45,7 @@ export interface LlamaEngineOptions {
     onLoadProgress?: (fraction: number) => void;
     signal?: AbortSignal;
     /** llama.cpp's own log lines (warnings and errors only). */
-    onLog?: (level: "warn" | "error", message: string) => void;
+    onLog?: LlamaLog;
     /** How the weights reach llama.cpp (chooseWeightsLoad); default "auto". */
     weights?: WeightsSetting;
     /** Saved slot states beyond the slots (see docs/prompt-cache.md); none when absent. */

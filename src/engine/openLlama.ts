@@ -15,19 +15,14 @@ let sink: LlamaLog | undefined;
 
 /**
  * node-llama-cpp's binding of llama.cpp as Maple uses it: a prebuilt GPU build when one loads, else
- * the CPU; `threads` at most; llama.cpp's warnings and errors to `onLog`, nothing else.
+ * the CPU; `threads` at most; llama.cpp's warnings and errors to `onLog` (the latest one given),
+ * nothing else. The same Llama for every call with the same `threads` and `gpu`.
  */
-export async function openLlama(threads: number, onLog: LlamaLog | undefined, gpu: "auto" | false = "auto"): Promise<Llama> {
+export function openLlama(threads: number, onLog: LlamaLog | undefined, gpu: "auto" | false = "auto"): Promise<Llama> {
     if (onLog !== undefined) sink = onLog;
     const key = `${threads}/${String(gpu)}`;
-    const pending = opened.get(key);
-    if (pending !== undefined) {
-        const existing = await pending.catch(() => undefined);
-        if (existing !== undefined && !existing.disposed) return existing;
-        // Failed or disposed: the first caller back opens another.
-        if (opened.get(key) === pending) opened.delete(key);
-        else return openLlama(threads, onLog, gpu);
-    }
+    const cached = opened.get(key);
+    if (cached !== undefined) return cached;
     const llama = getLlama({
         gpu,
         build: "never",
@@ -42,5 +37,7 @@ export async function openLlama(threads: number, onLog: LlamaLog | undefined, gp
         }
     });
     opened.set(key, llama);
+    // A failed open is not kept: the next load tries again.
+    llama.catch(() => opened.delete(key));
     return llama;
 }

@@ -11,7 +11,7 @@ import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine
 import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";
-import { openLlama } from "../engine/openLlama.js";
+import { openLlama, type LlamaLog } from "../engine/openLlama.js";
 import { listStoredModels } from "../models/modelStore.js";
 import { modelNameOf, servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
@@ -205,7 +205,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     onFallback: (reason) => logger.warn(reason)
                 });
                 const modelFileBytes = (await stat(model.path)).size;
-                const onLog = (level: "warn" | "error", message: string): void => logger[level]({ source: "llama.cpp", model: entry.id }, message);
+                const onLog: LlamaLog = (level, message) => logger[level]({ source: "llama.cpp", model: entry.id }, message);
                 const facts = await readModelFileFacts(model.path, {
                     contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull, kvBudgetBytes: kvBudgetBytes(config, modelFileBytes)
                 }, await openLlama(config.threads, onLog));
