@@ -15,7 +15,8 @@
  * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
  * timed (see warmUp). Each one-stream run also reports, a decoded token (after the first), the decode thread's time off the
  * CPU (idle) and the part of it asleep (the rest it waited for a core), and the CPU of the
- * server's threads but llama.cpp's (Linux schedstat). `--llama-huge-pages` adds a llama-server and
+ * server's threads but llama.cpp's (Linux schedstat), and each launch its resident memory and the
+ * part of it in huge pages after the warm-up (smaps_rollup). `--llama-huge-pages` adds a llama-server and
  * a llama-bench that keep their weights in huge pages as Maple does (see inHugePages): what Maple
  * gains from its page sizes apart from what its layers cost.
  */
@@ -78,6 +79,9 @@ interface Launch {
     othersMsPerToken: number;
     aggregate: number;
     ttftMs: number;
+    /** Resident memory after the warm-up, and the part of it in transparent huge pages (GB). */
+    rssGb: number;
+    hugePagesGb: number;
 }
 
 const modelsDir = process.env.MAPLE_MODELS_DIR ?? defaultConfig().modelsDir;
@@ -105,6 +109,17 @@ interface ThreadTimes {
     runMs: number;
     /** Runnable, waiting for a core. */
     waitMs: number;
+}
+
+/**
+ * A process's resident memory and its anonymous huge pages (/proc/<pid>/smaps_rollup, Linux), in
+ * GB. A launch whose weights got fewer huge pages decodes slower (docs/huge-pages.md), which is
+ * one way two launches of one build differ.
+ */
+async function residentMemory(pid: number): Promise<{ rssGb: number; hugePagesGb: number }> {
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
+    const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? NaN);
+    return { rssGb: kb("Rss") * 1024 / 1e9, hugePagesGb: kb("AnonHugePages") * 1024 / 1e9 };
 }
 
 /** Run and run-queue wait time of each of a process's threads, from /proc/<pid>/task/<tid>/schedstat (Linux, ns). */
@@ -145,6 +160,7 @@ async function launch(contender: Contender, round: number, kernels: string): Pro
     try {
         await waitForHealth(url, child);
         await warmUp(url);
+        const memory = await residentMemory(child.pid!);
         const variant = await mappedCpuVariant(child.pid!);
         if (variant !== kernels) throw new Error(`${contender.name} mapped ${variant ?? "no CPU kernel file"}, llama-bench ${kernels}: not comparing`);
         const timings = [];
@@ -181,7 +197,8 @@ async function launch(contender: Contender, round: number, kernels: string): Pro
             asleepMsPerToken: median(asleep),
             othersMsPerToken: median(others),
             ttftMs: median(timings.map((timing) => timing.ttftMs)),
-            aggregate: parallel > 1 ? await parallelAggregate(url, parallel, sampling) : NaN
+            aggregate: parallel > 1 ? await parallelAggregate(url, parallel, sampling) : NaN,
+            ...memory
         };
     } finally {
         await stop(child);
@@ -206,7 +223,7 @@ for (let round = 0; round < rounds; round++) {
         launches.get(contender.name)!.push(result);
         console.log(`round ${round + 1}: ${contender.name.padEnd(14)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token, `
             + `asleep ${result.asleepMsPerToken.toFixed(2)}, other threads' CPU ${result.othersMsPerToken.toFixed(2)}), ${parallel}-stream ${result.aggregate.toFixed(1)} tok/s, `
-            + `TTFT ${result.ttftMs.toFixed(0)} ms (llama-bench at depth ${bench.decodeAtDepthTokensPerSecond.toFixed(1)})`);
+            + `TTFT ${result.ttftMs.toFixed(0)} ms, RSS ${result.rssGb.toFixed(2)} GB of which ${result.hugePagesGb.toFixed(2)} in huge pages (llama-bench at depth ${bench.decodeAtDepthTokensPerSecond.toFixed(1)})`);
     }
 }
 
