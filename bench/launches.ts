@@ -13,12 +13,13 @@
  * builds. Every process's CPU kernel file is checked to be the same. Both servers keep the same
  * sliding-window cache (their window, or every token with `--swa-full`), and each launch is warmed
  * with `--warm-up-tokens` one stream at a time and a round of `--parallel` streams before it is
- * timed (see warmUp). Each one-stream run also reports, a decoded token (after the first), the decode thread's time off the
- * CPU (idle) and the part of it asleep (the rest it waited for a core), and the CPU of the
- * server's threads but llama.cpp's (Linux schedstat), and each launch its resident memory and the
- * part of it in huge pages after the warm-up (smaps_rollup). `--llama-huge-pages` adds a llama-server and
- * a llama-bench that keep their weights in huge pages as Maple does (see inHugePages): what Maple
- * gains from its page sizes apart from what its layers cost.
+ * timed (see warmUp). Each one-stream run also reports, a decoded token (after the first), the
+ * decode thread's time off the CPU (idle) and the part of it asleep (the rest it waited for a
+ * core), and the CPU of the server's threads but llama.cpp's (Linux schedstat); each launch, its
+ * resident memory and the part of it in huge pages after the warm-up (smaps_rollup).
+ * `--llama-huge-pages` adds a llama-server and a llama-bench that keep their weights in huge pages
+ * as Maple does (see inHugePages): what Maple gains from its page sizes apart from what its layers
+ * cost.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
@@ -221,7 +222,7 @@ for (let round = 0; round < rounds; round++) {
     for (const contender of order) {
         const result = await launch(contender, round, bench.cpuVariant!);
         launches.get(contender.name)!.push(result);
-        console.log(`round ${round + 1}: ${contender.name.padEnd(14)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token, `
+        console.log(`round ${round + 1}: ${contender.name.padEnd(24)} decode ${result.decode.toFixed(1)} tok/s (idle ${result.idleMsPerToken.toFixed(2)} ms/token, `
             + `asleep ${result.asleepMsPerToken.toFixed(2)}, other threads' CPU ${result.othersMsPerToken.toFixed(2)}), ${parallel}-stream ${result.aggregate.toFixed(1)} tok/s, `
             + `TTFT ${result.ttftMs.toFixed(0)} ms, RSS ${result.rssGb.toFixed(2)} GB of which ${result.hugePagesGb.toFixed(2)} in huge pages (llama-bench at depth ${bench.decodeAtDepthTokensPerSecond.toFixed(1)})`);
     }
