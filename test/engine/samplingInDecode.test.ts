@@ -37,7 +37,12 @@ function sampleInsideDecode(enabled: boolean): void {
     assert.equal(samplesInsideDecode(context), enabled && typeof prototype.decodeBatchAndSample === "function");
 }
 
-async function generate(sequence: LlamaContextSequence, prompt: string, seed: number, count: number, options: { grammar?: boolean } = {}): Promise<Token[]> {
+interface Generation {
+    tokens: Token[];
+    evaluation: AsyncGenerator<Token, void>;
+}
+
+async function startGeneration(sequence: LlamaContextSequence, prompt: string, seed: number, options: { grammar?: boolean } = {}): Promise<Generation> {
     await sequence.clearHistory();
     const grammar = options.grammar === true
         ? new LlamaGrammarEvaluationState({ model, grammar: await model.llama.createGrammar({ grammar: "root ::= [a-z ]+ \".\"" }) })
@@ -53,11 +58,40 @@ async function generate(sequence: LlamaContextSequence, prompt: string, seed: nu
         // Chosen per token, as Maple's grammar selector does.
         ...grammar === undefined ? {} : { grammarEvaluationState: () => grammar }
     });
-    for await (const token of evaluation) {
-        tokens.push(token);
-        if (tokens.length >= count || model.isEogToken(token)) break;
+    return { tokens, evaluation };
+}
+
+async function generate(sequence: LlamaContextSequence, prompt: string, seed: number, count: number, options: { grammar?: boolean } = {}): Promise<Token[]> {
+    return (await generateInLockstep([await startGeneration(sequence, prompt, seed, options)], count))[0]!;
+}
+
+/**
+ * Advances every generation by one token at a time, asking for their next tokens in the same tick,
+ * so each decode batch holds one token of every generation on both paths. Left to run freely,
+ * node-llama-cpp's own path samples each sequence in a job of its own and queues each next token
+ * as its sampling ends: its batches then alternate between the sequences while the in-decode
+ * path's hold both. A one-token batch and a two-token batch are different matrix products; on
+ * ggml's AVX2 kernels (libggml-cpu-haswell.so) their logits differ in the last bits, enough to
+ * change a sampled token after ~40 steps (issue 58), while on AVX-512 kernels they happened to agree.
+ */
+async function generateInLockstep(generations: Generation[], count: number): Promise<Token[][]> {
+    const live = new Set(generations);
+    while (live.size > 0) {
+        const stepping = [...live];
+        const results = await Promise.all(stepping.map(async (generation) => ({ generation, result: await generation.evaluation.next() })));
+        for (const { generation, result } of results) {
+            if (result.done === true) {
+                live.delete(generation);
+                continue;
+            }
+            generation.tokens.push(result.value);
+            if (generation.tokens.length >= count || model.isEogToken(result.value)) {
+                await generation.evaluation.return();
+                live.delete(generation);
+            }
+        }
     }
-    return tokens;
+    return generations.map((generation) => generation.tokens);
 }
 
 describe("sampling inside the decode job (node-llama-cpp's rebuilt addon)", () => {
@@ -66,7 +100,10 @@ describe("sampling inside the decode job (node-llama-cpp's rebuilt addon)", () =
     });
 
     it("gives the tokens node-llama-cpp's own sampling job gives, with penalties, on two sequences in one batch", async () => {
-        const run = (): Promise<Token[][]> => Promise.all([generate(first, "The weather today is", 11, 48), generate(second, "Once upon a time", 12, 48)]);
+        const run = async (): Promise<Token[][]> => generateInLockstep(
+            [await startGeneration(first, "The weather today is", 11), await startGeneration(second, "Once upon a time", 12)],
+            48
+        );
         sampleInsideDecode(false);
         const reference = await run();
         sampleInsideDecode(true);
