@@ -1,4 +1,5 @@
-import { availableParallelism, homedir, totalmem } from "node:os";
+import { availableParallelism, homedir } from "node:os";
+import { processMemory } from "../processMemory.js";
 import { join } from "node:path";
 
 /**
@@ -40,6 +41,8 @@ export interface MapleConfig {
     parallel: number;
     batchSize: number;
     queueTimeoutSeconds: number;
+    /** How long a stream's write may wait for the client to read before the stream is cut and its slot freed; 0: for ever. */
+    writeTimeoutSeconds: number;
     maxQueueDepth: number;
     maxBodyBytes: number;
     chatTemplateFile: string | undefined;

@@ -26,6 +26,7 @@ import { responsesRoute } from "./routes/responses.js";
 import type { RouteContext } from "./routes/routeContext.js";
 import { tokenizeRoute } from "./routes/tokenize.js";
 import { serveUnprefixedAliases } from "./unprefixedAliases.js";
+import type { WriteDeadline } from "./streamingResponse.js";
 import { webUiPaths, webUiRoute } from "./routes/webUi.js";
 import { keepAttributionBlocks } from "../anthropic/attributionBlocks.js";
 
@@ -142,6 +143,14 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
     // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
     app.addHook("onError", async (request, _reply, error) => metrics.countRejection(error, routedModel.get(request) ?? models.default.id));
     app.addHook("onClose", async () => metrics.clear());
+    app.decorate("streamWriteDeadline", (reply: FastifyReply): WriteDeadline => ({
+        ms: config.writeTimeoutSeconds * 1000,
+        onExpired() {
+            reply.request.log.warn({ writeTimeoutSeconds: config.writeTimeoutSeconds },
+                "the client read nothing of its stream for the write timeout; closing it and cancelling its generation");
+            metrics.countWriteTimeout(routedModel.get(reply.request) ?? models.default.id);
+        }
+    }));
 
     /** A request holds its model until its response is over (sent, or the client gone). */
     const holdUntilDone = (reply: FastifyReply, release: () => void): void => {

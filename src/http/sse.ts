@@ -1,5 +1,5 @@
 import type { FastifyReply } from "fastify";
-import { StreamingResponse, type StreamingSink } from "./streamingResponse.js";
+import { StreamingResponse, type StreamingSink, type WriteDeadline } from "./streamingResponse.js";
 
 /** One Server-Sent Event: `event: NAME` (when named) and `data: JSON`. */
 export interface SseEvent {
@@ -19,11 +19,11 @@ export class SseStream {
     /** Takes over the reply from Fastify and sends the stream's headers. */
     static start(reply: FastifyReply): SseStream {
         reply.hijack();
-        return new SseStream(reply.raw);
+        return new SseStream(reply.raw, StreamingResponse.deadlineFor(reply));
     }
 
-    constructor(response: SseResponse) {
-        this.out = new StreamingResponse(response, { "content-type": "text/event-stream; charset=utf-8" });
+    constructor(response: SseResponse, deadline?: WriteDeadline) {
+        this.out = new StreamingResponse(response, { "content-type": "text/event-stream; charset=utf-8" }, deadline);
     }
 
     async send(event: SseEvent): Promise<void> {

@@ -68,6 +68,7 @@ export class MapleMetrics {
     private readonly e2eLatency: ModelHistogram;
     private readonly queueTime: ModelHistogram;
     private readonly modelRequests: Counter<"model">;
+    private readonly writeTimeouts: Counter<"model">;
 
     constructor(private readonly options: MapleMetricsOptions) {
         const registers = [this.registry];
@@ -109,6 +110,11 @@ export class MapleMetrics {
         this.registerPromptCache();
         this.modelRequests = new Counter({
             name: "maple:model_requests_total", help: "Requests routed to each model (generations, tokenize, embeddings), by model.", labelNames, registers
+        });
+        this.writeTimeouts = new Counter({
+            name: "maple:stream_write_timeouts_total",
+            help: "Streamed responses cut because the client read nothing for the write timeout (MAPLE_WRITE_TIMEOUT), freeing their slots, by model.",
+            labelNames, registers, collect: () => zeroForEveryModel(this.writeTimeouts)
         });
         this.modelGauge("maple:model_loaded", "1 while the model is loaded, else 0, by model.", (load) => (load.loaded ? 1 : 0));
         this.modelGauge("maple:model_memory_bytes", "Weights + KV cache of the loaded model, as allocated, by model.", (load) => load.memoryBytes);
@@ -256,6 +262,11 @@ export class MapleMetrics {
      */
     countRejection(error: unknown, model: string): void {
         if (error instanceof MapleError && (error.kind === "overloaded" || error.kind === "unavailable")) this.rejections.inc({ reason: rejectionReason(error), model });
+    }
+
+    /** A stream was cut: its client read nothing for the write timeout. */
+    countWriteTimeout(model: string): void {
+        this.writeTimeouts.inc({ model });
     }
 
     /** Drops every series (the server is closing). */

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Generation, GenerationPart } from "../core/index.js";
 import { collectGeneration, midStreamFailure } from "../http/generationResponse.js";
 import type { RequestCancellation } from "../http/requestSignal.js";
-import { StreamingResponse, type StreamingSink } from "../http/streamingResponse.js";
+import { StreamingResponse, type StreamingSink, type WriteDeadline } from "../http/streamingResponse.js";
 import { ollamaErrorBody } from "./errorFormat.js";
 import { OllamaChunkFolder, type OllamaChunk, type OllamaChunkWriter } from "./responseChunks.js";
 
@@ -13,11 +13,11 @@ export class NdjsonStream {
     /** Takes over the reply from Fastify and sends the stream's headers. */
     static start(reply: FastifyReply): NdjsonStream {
         reply.hijack();
-        return new NdjsonStream(reply.raw);
+        return new NdjsonStream(reply.raw, StreamingResponse.deadlineFor(reply));
     }
 
-    constructor(response: StreamingSink) {
-        this.out = new StreamingResponse(response, { "content-type": "application/x-ndjson" });
+    constructor(response: StreamingSink, deadline?: WriteDeadline) {
+        this.out = new StreamingResponse(response, { "content-type": "application/x-ndjson" }, deadline);
     }
 
     send(value: unknown): Promise<void> {

@@ -88,4 +88,24 @@ describe("SseStream", () => {
         await stream.finish("[DONE]");
         assert.equal(response.chunks.length, 0);
     });
+
+    it("closes the response when a write waits past its deadline, once, and stops waiting", async () => {
+        // A reader that never acknowledges: every write after the first waits for a drain that never comes.
+        const response = new (class extends SlowResponse {
+            override _write(chunk: string): void {
+                this.chunks.push(chunk);
+            }
+        })();
+        let expired = 0;
+        const baseline = response.listenerCount("drain");
+        const stream = new SseStream(response, { ms: 50, onExpired: () => (expired += 1) });
+        // Past the response's 8-byte buffer: this write waits.
+        await stream.send({ data: "x".repeat(64) });
+        assert.equal(expired, 1);
+        assert.ok(response.destroyed, "the connection is closed");
+        await stream.send({ data: "after" });
+        await stream.finish("[DONE]");
+        assert.equal(expired, 1);
+        assert.equal(response.listenerCount("drain"), baseline);
+    });
 });
