@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
-import { freemem } from "node:os";
+import { gibibytes, processMemory } from "../processMemory.js";
 
 /** How the weights reach llama.cpp: copied into RAM, mapped from the file, or chosen (chooseWeightsLoad). */
 export type WeightsSetting = "auto" | "ram" | "mmap";
@@ -8,7 +8,7 @@ export type WeightsSetting = "auto" | "ram" | "mmap";
 export interface WeightsFacts {
     setting: WeightsSetting;
     fileBytes: number;
-    /** Memory the system can give without swapping (Linux MemAvailable, Node's os.freemem()). */
+    /** Memory the process can still take without swapping or an OOM kill: within a container's limit when there is one (processMemory). */
     availableBytes: number;
     /** Whether glibc's malloc gets transparent huge pages for llama.cpp's buffers (mallocHugePages). */
     hugePages: boolean;
@@ -40,7 +40,7 @@ export function chooseWeightsLoad(facts: WeightsFacts): WeightsLoad {
     if (!facts.cpu) return { useMmap: true, reason: "a GPU build: the weights go to the device" };
     if (!facts.hugePages) return { useMmap: true, reason: "no huge pages for malloc here (see docs/huge-pages.md): a copy in RAM would decode no faster" };
     if (facts.fileBytes > ramCopyShare * facts.availableBytes) {
-        return { useMmap: true, reason: `the file (${gib(facts.fileBytes)} GiB) is more than ${ramCopyShare * 100}% of the available memory (${gib(facts.availableBytes)} GiB)` };
+        return { useMmap: true, reason: `the file (${gibibytes(facts.fileBytes)} GiB) is more than ${ramCopyShare * 100}% of the available memory (${gibibytes(facts.availableBytes)} GiB)` };
     }
     return { useMmap: false, reason: "read into huge pages: decodes faster than mapped (docs/huge-pages.md)" };
 }
@@ -58,7 +58,7 @@ export function mallocHugePages(tunables: string | undefined, transparentHugePag
 
 /** chooseWeightsLoad for a model file in this process, now. */
 export async function weightsLoadFor(modelPath: string, setting: WeightsSetting = "auto", cpu: boolean): Promise<WeightsLoad> {
-    return chooseWeightsLoad({ setting, fileBytes: (await stat(modelPath)).size, availableBytes: freemem(), hugePages: processHugePages(), cpu });
+    return chooseWeightsLoad({ setting, fileBytes: (await stat(modelPath)).size, availableBytes: processMemory().availableBytes, hugePages: processHugePages(), cpu });
 }
 
 /** mallocHugePages for this process. */
@@ -71,8 +71,4 @@ export function processHugePages(): boolean {
         enabled = undefined;
     }
     return mallocHugePages(process.env.GLIBC_TUNABLES, enabled);
-}
-
-function gib(bytes: number): string {
-    return (bytes / (1 << 30)).toFixed(1);
 }

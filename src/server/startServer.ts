@@ -1,7 +1,6 @@
 import { once } from "node:events";
 import { readFile, stat } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
-import { totalmem } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -23,6 +22,7 @@ import { Scheduler } from "../scheduler/scheduler.js";
 import { createLogger } from "./logger.js";
 import type { ModelHost, ReadyModel } from "../core/modelHost.js";
 import { systemFingerprint } from "./systemFingerprint.js";
+import { gibibytes, processMemory } from "../processMemory.js";
 
 export type LoadStage = "download" | "verify" | "write" | "load";
 
@@ -97,6 +97,7 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     logger.info({ url, ...(ollamaUrl !== undefined ? { ollamaUrl } : {}), version }, "Maple is listening; loading the model");
     // The `maple` command always sets it; a server started some other way may not have.
     if (process.env.UV_THREADPOOL_SIZE === undefined) logger.warn(threadPoolWarning);
+    logMemory(logger);
 
     const ready = models.start();
     ready.catch(() => undefined);
@@ -292,19 +293,28 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
     };
 }
 
-/** The prompt cache's tiers from the settings; undefined when both are off. */
 /**
- * The memory the slots' KV caches may take: the machine's, less the weights, the RAM prompt
- * cache's bound and a reserve for everything else (compute buffers, the server: 10%, at least 1 GiB).
+ * The memory the slots' KV caches may take: the process's (a container's limit, else the
+ * machine's), less the weights, the RAM prompt cache's bound and a reserve for everything else
+ * (compute buffers, the server: 10%, at least 1 GiB).
  */
 function kvBudgetBytes(config: MapleConfig, modelFileBytes: number): number {
-    const total = totalmem();
+    const total = processMemory().totalBytes;
     const ramCacheBytes = (config.cacheRamMiB ?? defaultCacheRamMiB(total, modelFileBytes)) * (1 << 20);
     return Math.max(0, total - modelFileBytes - ramCacheBytes - Math.max(1 << 30, total / 10));
 }
 
+/** The memory every memory-sized default reads (weights, slots, RAM cache), said once at start. */
+function logMemory(logger: Logger): void {
+    const memory = processMemory();
+    const figures = { memoryGiB: gibibytes(memory.totalBytes), availableGiB: gibibytes(memory.availableBytes), machineGiB: gibibytes(memory.machineBytes) };
+    if (memory.limitBytes === undefined) logger.info(figures, "memory: the machine's (no container limit below it)");
+    else logger.info(figures, "memory: the container's limit (cgroup); weights, slots and the RAM cache are sized within it");
+}
+
+/** The prompt cache's tiers from the settings; undefined when both are off. */
 function promptCacheSettings(config: MapleConfig, modelFileBytes: number): PromptCacheSettings | undefined {
-    const ramMiB = config.cacheRamMiB ?? defaultCacheRamMiB(totalmem(), modelFileBytes);
+    const ramMiB = config.cacheRamMiB ?? defaultCacheRamMiB(processMemory().totalBytes, modelFileBytes);
     const diskMiB = config.cacheDir === undefined ? 0 : config.cacheDiskMiB;
     if (ramMiB === 0 && diskMiB === 0) return undefined;
     return { ramBytes: ramMiB * (1 << 20), diskDir: config.cacheDir, diskBytes: diskMiB * (1 << 20) };
