@@ -135,7 +135,8 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             identity: await modelIdentity(options.modelPath, { contextSize: slotContextSize, flashAttention: context.flashAttention, swaFullCache, engineVersion }),
             maxTokens: slotContextSize,
             slidingWindow,
-            onEvent: (event) => report.record(event)
+            onEvent: (event) => report.record(event),
+            onShortfall: (message) => options.onLog?.("warn", message)
         });
         const samplingInDecode = samplesInsideDecode(context);
         if (!samplingInDecode && llama.gpu === false) {

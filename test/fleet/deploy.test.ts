@@ -12,7 +12,7 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
-import { settings } from "../../src/config/settings.js";
+import { defaultCacheRamMiB, settings } from "../../src/config/settings.js";
 import { MapleMetrics } from "../../src/metrics/metrics.js";
 import { Exposition } from "../helpers/prometheus.js";
 
@@ -60,13 +60,16 @@ const find = (kind: string, name?: string): KubeObject => {
 interface Container {
     env: { name: string; value?: string }[];
     ports: { name: string; containerPort: number }[];
-    resources: { requests: { cpu: string; memory: string } };
+    resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
+    volumeMounts: { name: string; mountPath: string }[];
     readinessProbe: { httpGet: { path: string; port: string } };
     livenessProbe: { httpGet: { path: string; port: string } };
     lifecycle: { preStop: { exec: { command: string[] } } };
 }
 const deployment = find("Deployment") as KubeObject & {
-    spec: { template: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; containers: Container[] } } };
+    spec: { template: { metadata: { labels: Record<string, string> }; spec: {
+        terminationGracePeriodSeconds: number; containers: Container[]; volumes: { name: string; emptyDir?: { medium?: string; sizeLimit?: string } }[];
+    }; }; };
 };
 const container = deployment.spec.template.spec.containers[0]!;
 const env = (name: string): string => {
@@ -155,6 +158,22 @@ describe("deploy/kubernetes", () => {
         const needed = Number(seconds) + Number(env("MAPLE_SHUTDOWN_DRAIN")) + Number(env("MAPLE_SHUTDOWN_GRACE"));
         assert.ok(deployment.spec.template.spec.terminationGracePeriodSeconds > needed,
             `terminationGracePeriodSeconds ${deployment.spec.template.spec.terminationGracePeriodSeconds} covers ${needed} s`);
+    });
+
+    it("gives /dev/shm the room of the RAM prompt cache that Maple sizes from the pod's memory limit", () => {
+        const gibibytes = (quantity: string): number => {
+            const match = /^(\d+(?:\.\d+)?)Gi$/.exec(quantity);
+            assert.ok(match !== null, `${quantity} is in Gi`);
+            return Number(match[1]);
+        };
+        const mount = container.volumeMounts.find((candidate) => candidate.mountPath === "/dev/shm");
+        assert.ok(mount !== undefined, "a volume is mounted at /dev/shm (a container's own is 64 MiB)");
+        const volume = deployment.spec.template.spec.volumes.find((candidate) => candidate.name === mount.name);
+        assert.equal(volume?.emptyDir?.medium, "Memory");
+        // maple-preview's Q4_K_M file, as the manifest's memory comment counts it.
+        const cacheMiB = defaultCacheRamMiB(gibibytes(container.resources.limits.memory) * 2 ** 30, 5.6 * 2 ** 30);
+        assert.ok(cacheMiB > 0);
+        assert.ok(gibibytes(volume.emptyDir.sizeLimit ?? "0Gi") * 1024 >= cacheMiB, `sizeLimit ${volume.emptyDir.sizeLimit} holds ${cacheMiB} MiB`);
     });
 
     it("scales on maple:num_requests_waiting through the adapter rule", async () => {

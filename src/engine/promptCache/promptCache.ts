@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CacheTier, nextUse, type CacheEntry, type PrefixMatch, type TierName } from "./cacheTier.js";
 import { diskEntryFiles, fileChecksum, readDiskEntries, writeDiskEntry } from "./diskEntries.js";
+import { ramTierRoom } from "./ramTierRoom.js";
 
 export type { CacheEntry, PrefixMatch, TierName };
 
@@ -30,6 +31,8 @@ export interface PromptCacheOptions {
     onEvent?: (event: PromptCacheEvent) => void;
     /** Where the RAM tier's directory goes; default /dev/shm (tmpfs), else the OS temp dir. */
     ramRoot?: string;
+    /** Told when the RAM tier's directory has less room than `ramBytes` (ramTierRoom), once, at open. */
+    onShortfall?: (message: string) => void;
 }
 
 const ramDirPrefix = "maple-prompt-cache-";
@@ -69,9 +72,11 @@ export class PromptCache {
             const root = options.ramRoot ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
             await removeAbandonedRamDirs(root);
             ramDir = await mkdtemp(join(root, `${ramDirPrefix}${process.pid}-`));
-            // Never more than the tmpfs can take (it shares the machine's memory).
+            // Never more than the tmpfs can take (a container's /dev/shm is 64 MiB unless raised).
             const free = await statfs(root).then((stats) => stats.bavail * stats.bsize, () => Number.POSITIVE_INFINITY);
-            ram = new CacheTier("ram", ramDir, Math.min(options.ramBytes, Math.floor(free * 0.9)), onEvict, options.slidingWindow);
+            const room = ramTierRoom(options.ramBytes, root, free);
+            if (room.shortfall !== undefined) options.onShortfall?.(room.shortfall);
+            ram = new CacheTier("ram", ramDir, room.boundBytes, onEvict, options.slidingWindow);
         }
         let disk: CacheTier | undefined;
         if (options.diskDir !== undefined && options.diskBytes > 0) {
