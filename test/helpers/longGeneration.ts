@@ -9,6 +9,11 @@ import type { TestServer } from "./testServer.js";
  */
 export const longGrammar = "root ::= \"a\"{1500}";
 export const longGeneration = { prompt: "Hold the slot:", max_tokens: 1000, grammar: longGrammar };
+/**
+ * The same hold on the path users get: no grammar (which switches off the direct steps and the
+ * native decode run), a plain seeded sampler, the end-of-generation token ignored.
+ */
+export const longPlainGeneration = { prompt: "Hold the slot:", max_tokens: 1000, ignore_eos: true, temperature: 0.7, seed: 11 };
 
 export interface HeldStream {
     /** Disconnects the client, as a user closing the tab would. */
@@ -21,12 +26,12 @@ export interface HeldStream {
  * Starts a long streaming completion and resolves once its first event arrived: from then on it
  * holds a slot until `abort()` (or several seconds later).
  */
-export async function startHeldStream(server: TestServer): Promise<HeldStream> {
+export async function startHeldStream(server: TestServer, generation: object = longGeneration): Promise<HeldStream> {
     const controller = new AbortController();
     const response = await server.request("/v1/completions", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...longGeneration, stream: true }),
+        body: JSON.stringify({ ...generation, stream: true }),
         signal: controller.signal
     });
     assert.equal(response.status, 200);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { GenerationRequest } from "../../src/engine/types.js";
-import { longGeneration, startHeldStream } from "../helpers/longGeneration.js";
+import { longGeneration, longPlainGeneration, startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { readHealth, waitForHealth } from "../helpers/waitFor.js";
 
@@ -34,17 +34,19 @@ describe("cancellation when the client goes away", () => {
         assert.equal((await response.json() as { choices: { text: string }[] }).choices[0]!.text, "served next");
     }
 
-    it("frees the slot when a streaming client disconnects mid-stream, and serves the next request", async () => {
-        const held = await startHeldStream(server);
-        const generation = started.at(-1)!;
-        assert.equal((await readHealth(server)).active, 1);
-        held.abort();
-        const idle = await waitForHealth(server, (health) => health.active === 0, "the slot to free after the disconnect", freeDeadlineMs);
-        assert.equal(idle.queue_depth, 0);
-        assert.ok(generation.signal.aborted, "the engine's generation was cancelled, not left to finish");
-        assert.ok(!held.received().includes("[DONE]"));
-        await assertServedNext();
-    });
+    for (const [path, generation] of [["grammar-constrained", longGeneration], ["plain-sampling (native decode run)", longPlainGeneration]] as const) {
+        it(`frees the slot when a streaming client disconnects mid-stream on the ${path} path, and serves the next request`, async () => {
+            const held = await startHeldStream(server, generation);
+            const request = started.at(-1)!;
+            assert.equal((await readHealth(server)).active, 1);
+            held.abort();
+            const idle = await waitForHealth(server, (health) => health.active === 0, "the slot to free after the disconnect", freeDeadlineMs);
+            assert.equal(idle.queue_depth, 0);
+            assert.ok(request.signal.aborted, "the engine's generation was cancelled, not left to finish");
+            assert.ok(!held.received().includes("[DONE]"));
+            await assertServedNext();
+        });
+    }
 
     it("frees the slot when a non-streaming request is aborted while generating", async () => {
         const controller = new AbortController();

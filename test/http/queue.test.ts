@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { InternalServerError } from "openai";
 import { exact } from "../helpers/grammar.js";
-import { startHeldStream } from "../helpers/longGeneration.js";
+import { longPlainGeneration, startHeldStream } from "../helpers/longGeneration.js";
 import { startTestServer, type TestServer, type WireError } from "../helpers/testServer.js";
 import { readHealth, waitForHealth } from "../helpers/waitFor.js";
 
@@ -26,8 +26,10 @@ describe("the request queue: one slot, MAPLE_MAX_QUEUE_DEPTH=1", () => {
     });
     after(async () => server.close());
 
+    // The slot is held on the path users get (plain sampling, the native decode run); the queue's
+    // timeout below holds it on the grammar-constrained one.
     it("queues a second request, refuses a third with 503 engine_overloaded and Retry-After: 5, and serves the queued one once the first is cancelled", async () => {
-        const held = await startHeldStream(server);
+        const held = await startHeldStream(server, longPlainGeneration);
         try {
             const waiting = server.post("/v1/completions", quick("queued ok"));
             const queued = await waitForHealth(server, (health) => health.queue_depth === 1, "the second request to queue");
