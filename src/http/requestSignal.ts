@@ -34,6 +34,8 @@ export function requestCancellation(request: FastifyRequest, reply: FastifyReply
     };
     if (shutdown.aborted) onShutdown();
     else shutdown.addEventListener("abort", onShutdown, { once: true });
-    reply.raw.once("close", onClose);
+    // A client gone before the handler ran (its close already emitted) is gone now.
+    if (reply.raw.closed) onClose();
+    else reply.raw.once("close", onClose);
     return { signal: either.signal, clientGone: clientGone.signal, shutdown };
 }

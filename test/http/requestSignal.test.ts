@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { getEventListeners, once } from "node:events";
+import { EventEmitter, getEventListeners, once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { requestCancellation, type RequestCancellation } from "../../src/http/requestSignal.js";
 import { waitFor } from "../helpers/waitFor.js";
 
@@ -73,6 +73,16 @@ describe("requestCancellation", () => {
         assert.equal(response.status, 503);
         assert.deepEqual(await response.json(), { shutdown: true });
         assert.deepEqual(await (await fetch(`${base}/quick`)).json(), { aborted: true });
+        assert.equal(listeners(), 0);
+    });
+
+    it("fires clientGone at once, and registers nothing, for a client gone before the handler ran", () => {
+        shutdown = new AbortController();
+        // A reply whose `close` was emitted before requestCancellation was called: it never comes again.
+        const raw = Object.assign(new EventEmitter(), { writableFinished: false, closed: true });
+        const request = { log: { info: () => undefined } } as unknown as FastifyRequest;
+        const cancellation = requestCancellation(request, { raw } as unknown as FastifyReply, shutdown.signal);
+        assert.ok(cancellation.clientGone.aborted && cancellation.signal.aborted);
         assert.equal(listeners(), 0);
     });
 
