@@ -20,17 +20,27 @@ export interface RedisResponseStoreOptions {
 
 /**
  * Keys (all under `prefix`): `r:{id}` the response's JSON, expiring with the TTL; `i:{itemId}` a
- * hash naming the response an output item belongs to and the item's JSON; `index`, a sorted set
- * of response ids by expiry time (one TTL for all, so also by age); `sizes`, each response's size;
- * `bytes`, their sum. One script does each change, so replicas never see half of one and the count
- * and byte bounds hold across the fleet. Standalone Redis ≥ 6 or Valkey (not Redis Cluster:
- * the scripts compute their keys).
+ * hash naming the response an output item belongs to and the item's JSON, expiring with it;
+ * `index`, a sorted set of response ids by expiry time (one TTL for all, so also by age); `sizes`,
+ * each response's size; `items`, each response's output item ids (a JSON array), so that dropping
+ * a response (evicted, expired, replaced or deleted) deletes its `i:` keys too instead of leaving
+ * them to their TTL; `bytes`, the sum of the sizes. One script does each change, so replicas never
+ * see half of one and the count and byte bounds hold across the fleet. Standalone Redis ≥ 6 or
+ * Valkey (not Redis Cluster: the scripts compute their keys).
  */
 const removeFunction = `
 local p = ARGV[1]
 local function remove(id)
   local bytes = redis.call('HGET', p .. 'sizes', id)
   redis.call('DEL', p .. 'r:' .. id)
+  local items = redis.call('HGET', p .. 'items', id)
+  if items then
+    for _, item in ipairs(cjson.decode(items)) do
+      -- An item id stored again by a later response belongs to that one now.
+      if redis.call('HGET', p .. 'i:' .. item, 'r') == id then redis.call('DEL', p .. 'i:' .. item) end
+    end
+    redis.call('HDEL', p .. 'items', id)
+  end
   if not bytes then return end
   redis.call('HDEL', p .. 'sizes', id)
   redis.call('ZREM', p .. 'index', id)
@@ -42,7 +52,7 @@ local function expire(now)
 end
 `;
 
-/** ARGV: prefix, id, json, bytes, ttlMs, maxCount, maxBytes, now, then itemId, itemJson pairs. */
+/** ARGV: prefix, id, json, bytes, ttlMs, maxCount, maxBytes, now, itemIds (a JSON array), then itemId, itemJson pairs. */
 const putScript = `${removeFunction}
 local id, json, bytes, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxCount, maxBytes, now = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -58,7 +68,8 @@ redis.call('SET', p .. 'r:' .. id, json, 'PX', ttl)
 redis.call('HSET', p .. 'sizes', id, bytes)
 redis.call('ZADD', p .. 'index', now + ttl, id)
 redis.call('INCRBY', p .. 'bytes', bytes)
-for i = 9, #ARGV, 2 do
+redis.call('HSET', p .. 'items', id, ARGV[9])
+for i = 10, #ARGV, 2 do
   redis.call('HSET', p .. 'i:' .. ARGV[i], 'r', id, 'j', ARGV[i + 1])
   redis.call('PEXPIRE', p .. 'i:' .. ARGV[i], ttl)
 end
@@ -145,10 +156,12 @@ export class RedisResponseStore implements ResponseStore {
 
     async put(stored: StoredResponse): Promise<void> {
         const json = JSON.stringify(stored);
-        const items = outputItems(stored).filter((item) => typeof item["id"] === "string").flatMap((item) => [item["id"] as string, JSON.stringify(item)]);
+        const items = outputItems(stored).filter((item) => typeof item["id"] === "string");
+        const itemIds = items.map((item) => item["id"] as string);
         const { maxCount, maxBytes, ttlMs } = this.limits;
         await this.call(() => this.client.eval(putScript, {
-            arguments: [this.prefix, stored.id, json, String(storedSize(json)), String(Math.round(ttlMs)), String(maxCount), String(maxBytes), String(Date.now()), ...items]
+            arguments: [this.prefix, stored.id, json, String(storedSize(json)), String(Math.round(ttlMs)), String(maxCount), String(maxBytes), String(Date.now()),
+                JSON.stringify(itemIds), ...items.flatMap((item) => [item["id"] as string, JSON.stringify(item)])]
         }));
     }
 

@@ -5,7 +5,7 @@ import pino from "pino";
 import { createClient } from "redis";
 import { StoreUnavailableError } from "../../src/errors.js";
 import { RedisResponseStore } from "../../src/responses/redisResponseStore.js";
-import type { ResponseStoreLimits } from "../../src/responses/responseStore.js";
+import type { ResponseStoreLimits, StoredResponse } from "../../src/responses/responseStore.js";
 import { startRedisServer, type RedisServer } from "../fleet/redisServer.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { responseStoreContract, stored } from "./responseStoreContract.js";
@@ -42,6 +42,46 @@ describe("RedisResponseStore, on a real redis-server", () => {
         assert.ok(ttl > 0 && ttl <= 60_000, `PTTL ${ttl}`);
         assert.equal(await two.delete("a"), true);
         assert.equal(await one.get("a"), undefined);
+    });
+
+    it("drops every key of an evicted, replaced or deleted response, and its byte count with it", async () => {
+        const prefix = `keys:${randomBytes(4).toString("hex")}:`;
+        const response = (id: string, suffix = ""): StoredResponse => ({
+            id, response: { id, output: [
+                { id: `rs_${id}${suffix}`, type: "reasoning", summary: [] },
+                { id: `msg_${id}${suffix}`, type: "message", content: [{ type: "output_text", text: "x".repeat(200) }] }
+            ] }, inputItems: [], conversation: []
+        });
+        const maxBytes = JSON.stringify(response("r0")).length * 4 + 100;
+        const store = await open({ maxCount: 100, maxBytes, ttlMs: 60_000 }, prefix);
+        const ids = Array.from({ length: 12 }, (_, index) => `r${index}`);
+        for (const id of ids) await store.put(response(id));
+        // Stored again with other items (a cancelled response is), and one deleted.
+        await store.put(response("r11", "_again"));
+        assert.equal(await store.delete("r10"), true);
+
+        const kept = ["r8", "r9", "r11"];
+        assert.deepEqual(await Promise.all(ids.map(async (id) => await store.get(id) !== undefined)), ids.map((id) => kept.includes(id)));
+        const client = createClient({ url: redis.url });
+        await client.connect();
+        try {
+            const keys: string[] = [];
+            for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 100 })) keys.push(...batch.map((key) => key.slice(prefix.length)));
+            const itemKeys = kept.flatMap((id) => {
+                const suffix = id === "r11" ? "_again" : "";
+                return [`i:rs_${id}${suffix}`, `i:msg_${id}${suffix}`];
+            });
+            assert.deepEqual(keys.filter((key) => key.startsWith("i:")).sort(), itemKeys.sort(), "no item key outlives its response");
+            assert.deepEqual(keys.filter((key) => key.startsWith("r:")).sort(), kept.map((id) => `r:${id}`).sort());
+            const bytes = Number(await client.get(`${prefix}bytes`));
+            const lengths = await Promise.all(kept.map((id) => client.strLen(`${prefix}r:${id}`)));
+            assert.equal(bytes, lengths.reduce((sum, length) => sum + length, 0), "the byte count is the kept responses' sizes");
+            assert.ok(bytes <= maxBytes, `${bytes} bytes stored, bound ${maxBytes}`);
+            assert.deepEqual((await client.hKeys(`${prefix}sizes`)).sort(), [...kept].sort());
+            assert.deepEqual((await client.hKeys(`${prefix}items`)).sort(), [...kept].sort());
+        } finally {
+            await client.close();
+        }
     });
 
     it("relays a cancel to the replica running the response, and says so when none does", async () => {
