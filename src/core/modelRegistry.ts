@@ -28,8 +28,10 @@ export class ModelEntry {
     readonly embedding = new ModelHost<ReadyEmbeddingModel>();
     /** Known once the spec is resolved and its GGUF header read. */
     purpose: ModelPurpose | undefined;
-    /** Weights + KV of the loaded model (readModelFileFacts), 0 while not loaded. */
+    /** Weights + KV of the loaded model (readModelFileFacts), 0 while not loaded; still counted while it unloads. */
     memoryBytes = 0;
+    /** A load in progress that was given room: the memory it asked for, held until it is loaded (then memoryBytes) or fails. */
+    reservedBytes: number | undefined;
     /** Requests that hold this model (between routing and their response's end). */
     inFlight = 0;
     lastUsed = 0;
@@ -37,6 +39,11 @@ export class ModelEntry {
     loading: Promise<void> | undefined;
     /** Frees the loaded engine; undefined while not loaded. */
     unload: (() => Promise<void>) | undefined;
+    /**
+     * The unload in progress (it never rejects): until it ends the engine still holds its memory,
+     * so the entry counts toward the bounds, and a new load of it waits for it.
+     */
+    unloading: Promise<void> | undefined;
     /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
     atStartup = false;
     /** A listed model other than the default loading at start: it loads only if it fits beside the others, unloading none. */
@@ -100,7 +107,8 @@ export interface ModelUse<Ready> {
  */
 export class ModelRegistry {
     private readonly entries: ModelEntry[];
-    private readonly released = new EventEmitter();
+    /** "change" whenever room may have been freed: a request released its model, a load ended, an unload ended. */
+    private readonly roomChanges = new EventEmitter();
     private readonly closing = new AbortController();
     private startedLoads: Promise<void> = Promise.resolve();
 
@@ -108,7 +116,7 @@ export class ModelRegistry {
         this.entries = models.map((model, index) => new ModelEntry(model.id, model.spec, index === 0 && pinDefault));
         // The default is "loading" from the start (/health answers 503 until it is ready); the others wait their turn.
         for (const entry of this.entries.slice(1)) entry.host.setUnloaded();
-        this.released.setMaxListeners(0);
+        this.roomChanges.setMaxListeners(0);
     }
 
     /** A registry of one chat model loaded already (benchmarks that build the app over their own engine). */
@@ -220,7 +228,7 @@ export class ModelRegistry {
             released = true;
             entry.inFlight -= 1;
             entry.lastUsed = Date.now();
-            this.released.emit("release");
+            this.roomChanges.emit("change");
             this.startKeepAlive(entry);
         };
         try {
@@ -254,6 +262,7 @@ export class ModelRegistry {
         this.closing.abort();
         await Promise.all(this.entries.map(async (entry) => {
             this.stopKeepAlive(entry);
+            await entry.unloading;
             await entry.loading?.catch(() => undefined);
             await entry.unload?.();
             entry.unload = undefined;
@@ -299,28 +308,46 @@ export class ModelRegistry {
         }
     }
 
-    /** Starts loading `entry` unless it is loaded or loading; the promise settles with the load. */
+    /**
+     * Starts loading `entry` unless it is loaded or loading (after its unload, when one is under
+     * way: never two engines of one model); the promise settles with the load.
+     */
     private ensureLoading(entry: ModelEntry): Promise<void> {
         if (entry.loading !== undefined) return entry.loading;
         entry.host.reset();
-        const loading = this.options.loader.load(entry, (bytes) => this.makeRoom(entry, bytes), this.closing.signal).then((loaded) => {
-            entry.memoryBytes = loaded.memoryBytes;
-            entry.unload = loaded.unload;
-            entry.lastUsed = Date.now();
-            this.startKeepAlive(entry);
-        });
+        const loading: Promise<void> = (entry.unloading ?? Promise.resolve())
+            .then(() => this.options.loader.load(entry, (bytes) => this.makeRoom(entry, bytes), this.closing.signal))
+            .then((loaded) => {
+                entry.memoryBytes = loaded.memoryBytes;
+                entry.reservedBytes = undefined;
+                entry.unload = loaded.unload;
+                entry.lastUsed = Date.now();
+                this.startKeepAlive(entry);
+                this.roomChanges.emit("change");
+            }, (error: unknown) => {
+                entry.reservedBytes = undefined;
+                this.roomChanges.emit("change");
+                throw error;
+            });
         entry.loading = loading;
         loading.catch(() => undefined);
         return loading;
     }
 
-    /** Unloads idle models, least recently used first, until `bytes` more (and one more model) fit; waits for one to go idle when none is. */
+    /**
+     * Unloads idle models, least recently used first, until `bytes` more (and one more model) fit,
+     * then holds that room for `loading` until its load ends. Waits when no model is idle (one in
+     * use, loading or being unloaded frees its room later); fails only when pinned models fill it.
+     */
     private async makeRoom(loading: ModelEntry, bytes: number): Promise<void> {
         const { maxLoaded, maxMemoryBytes } = this.options;
+        // What holds memory: a loaded model, one being unloaded (until its engine is disposed), a load that was given room.
+        const holders = (): ModelEntry[] => this.entries.filter((entry) => entry !== loading
+            && (entry.loaded || entry.unloading !== undefined || entry.reservedBytes !== undefined));
         const fits = (): boolean => {
-            const loaded = this.entries.filter((entry) => entry !== loading && (entry.loaded || (entry.loading !== undefined && entry.host.state.status === "loading")));
-            const memory = loaded.reduce((sum, entry) => sum + entry.memoryBytes, 0);
-            return loaded.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || loaded.length === 0);
+            const held = holders();
+            const memory = held.reduce((sum, entry) => sum + entry.memoryBytes + (entry.reservedBytes ?? 0), 0);
+            return held.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || held.length === 0);
         };
         if (loading.startupExtra && !fits()) throw new NoRoomAtStartError(loading.id);
         while (!fits()) {
@@ -331,22 +358,34 @@ export class ModelRegistry {
                 await this.unloadEntry(idle);
                 continue;
             }
-            if (!this.entries.some((entry) => entry !== loading && entry.loaded && !entry.pinned)) {
+            // Pinned models are never unloaded: when they alone hold the room, no wait frees it.
+            if (holders().every((entry) => entry.pinned && entry.unloading === undefined)) {
                 throw new ServerError(`No room to load '${loading.id}': the loaded models are pinned (MAPLE_PIN_DEFAULT_MODEL) and fill `
                     + "MAPLE_MAX_LOADED_MODELS or MAPLE_MAX_MODEL_MEMORY.");
             }
-            await once(this.released, "release", { signal: this.closing.signal });
+            await once(this.roomChanges, "change", { signal: this.closing.signal });
         }
+        loading.reservedBytes = bytes;
     }
 
-    private async unloadEntry(entry: ModelEntry): Promise<void> {
+    /**
+     * Unloads a loaded `entry`: requests no longer get it from now on, but it counts toward the
+     * bounds (its memory) until its engine is disposed, and a load of it waits until then.
+     * Rejects when the dispose does; the entry is unloaded all the same.
+     */
+    private unloadEntry(entry: ModelEntry): Promise<void> {
         this.stopKeepAlive(entry);
         const unload = entry.unload;
         entry.unload = undefined;
         entry.loading = undefined;
-        entry.memoryBytes = 0;
         entry.host.setUnloaded();
-        await unload?.();
+        const disposed = Promise.resolve().then(() => unload?.()).finally(() => {
+            entry.memoryBytes = 0;
+            entry.unloading = undefined;
+            this.roomChanges.emit("change");
+        });
+        entry.unloading = disposed.catch(() => undefined);
+        return disposed;
     }
 
     private startKeepAlive(entry: ModelEntry): void {
