@@ -32,6 +32,12 @@ export class ModelEntry {
     memoryBytes = 0;
     /** A load in progress that was given room: the memory it asked for, held until it is loaded (then memoryBytes) or fails. */
     reservedBytes: number | undefined;
+    /**
+     * The model file it loads (an absolute path), once known: the loader sets it when it resolves
+     * the spec, a model found in the models directory has it from the start. Two names of one file
+     * are one entry (MAPLE_LOAD_ON_DEMAND), so a file is never loaded twice.
+     */
+    file: string | undefined;
     /** Requests that hold this model (between routing and their response's end). */
     inFlight = 0;
     lastUsed = 0;
@@ -66,13 +72,24 @@ export class ModelEntry {
 
 export interface ModelLoader {
     /**
-     * Resolves `entry.spec`, sets `entry.purpose`, calls `makeRoom` with the memory it will take,
-     * loads it and sets the host of its purpose ready; returns how to free it. Throws (after
-     * setting the host failed) when it cannot load.
+     * Resolves `entry.spec` (setting `entry.file` to the file it resolves to), sets
+     * `entry.purpose`, calls `makeRoom` with the memory it will take, loads it and sets the host of
+     * its purpose ready; returns how to free it. Throws (after setting the host failed) when it
+     * cannot load.
      */
     load(entry: ModelEntry, makeRoom: (bytes: number) => Promise<void>, signal: AbortSignal): Promise<{ memoryBytes: number; unload: () => Promise<void> }>;
-    /** A model of the models directory that `name` names (MAPLE_LOAD_ON_DEMAND), as a spec; undefined when none does. */
-    findStored?(name: string): Promise<string | undefined>;
+    /**
+     * The models directory as it is now (MAPLE_LOAD_ON_DEMAND): looks up the stored model a name
+     * or spec names, with the spec that loads it and its file (an absolute path, its identity);
+     * undefined when none does.
+     */
+    storedModels?(): Promise<(name: string) => StoredModelFile | undefined>;
+}
+
+/** A model of the models directory: the spec that loads it and its file, which identifies it whatever name a request gives. */
+export interface StoredModelFile {
+    spec: string;
+    file: string;
 }
 
 export interface ModelRegistryOptions {
@@ -107,6 +124,8 @@ export interface ModelUse<Ready> {
  */
 export class ModelRegistry {
     private readonly entries: ModelEntry[];
+    /** Other names requests gave a model of the models directory by (MAPLE_LOAD_ON_DEMAND): each maps to the entry of its file. */
+    private readonly aliases = new Map<string, ModelEntry>();
     /** "change" whenever room may have been freed: a request released its model, a load ended, an unload ended. */
     private readonly roomChanges = new EventEmitter();
     private readonly closing = new AbortController();
@@ -173,9 +192,9 @@ export class ModelRegistry {
         return this.startedLoads;
     }
 
-    /** The served model `name` names (Ollama's `:latest` tag ignored), or undefined. */
+    /** The served model `name` names (Ollama's `:latest` tag ignored), or one of the models directory a request named so before; else undefined. */
     find(name: string): ModelEntry | undefined {
-        return this.entries.find((entry) => servedModelName(name, entry.id) === entry.id);
+        return this.entries.find((entry) => servedModelName(name, entry.id) === entry.id) ?? this.aliases.get(name);
     }
 
     /**
@@ -184,25 +203,39 @@ export class ModelRegistry {
      */
     async route(requested: string | undefined): Promise<ModelEntry> {
         if (requested === undefined) return this.default;
-        const found = this.find(requested);
+        const found = this.find(requested) ?? await this.findStored(requested);
         if (found !== undefined) return found;
-        if (this.options.loadOnDemand && this.options.loader.findStored !== undefined) {
-            const spec = await this.options.loader.findStored(requested);
-            // Another request may have added it meanwhile.
-            const added = this.find(requested);
-            if (added !== undefined) return added;
-            if (spec !== undefined) {
-                const entry = new ModelEntry(requested, spec, false);
-                entry.host.setUnloaded();
-                this.entries.push(entry);
-                return entry;
-            }
-        }
         if (this.options.strict) {
             throw new NotFoundError(`The model '${requested}' does not exist; this server serves ${this.entries.map((entry) => `'${entry.id}'`).join(", ")}.`,
                 "model", "model_not_found");
         }
         return this.default;
+    }
+
+    /**
+     * The entry of the stored model `requested` names (MAPLE_LOAD_ON_DEMAND): the one that serves
+     * its file already (a listed model, or one an earlier request named otherwise), else a new
+     * one. Keyed by the file, so every name of one file is one entry and the file loads once.
+     */
+    private async findStored(requested: string): Promise<ModelEntry | undefined> {
+        if (!this.options.loadOnDemand || this.options.loader.storedModels === undefined) return undefined;
+        const lookup = await this.options.loader.storedModels();
+        // Another request may have added it meanwhile.
+        const known = this.find(requested);
+        if (known !== undefined) return known;
+        const stored = lookup(requested);
+        if (stored === undefined) return undefined;
+        // A listed model not resolved yet has no file: the one its spec names in the models directory.
+        let entry = this.entries.find((listed) => (listed.file ?? (listed.spec === undefined ? undefined : lookup(listed.spec)?.file)) === stored.file);
+        if (entry === undefined) {
+            entry = new ModelEntry(requested, stored.spec, false);
+            entry.file = stored.file;
+            entry.host.setUnloaded();
+            this.entries.push(entry);
+        } else {
+            this.aliases.set(requested, entry);
+        }
+        return entry;
     }
 
     /**

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ReadyModel } from "../../src/core/modelHost.js";
-import { ModelRegistry, type ModelEntry, type ModelLoader, type ModelRegistryOptions } from "../../src/core/modelRegistry.js";
+import { ModelRegistry, type ModelEntry, type ModelLoader, type ModelRegistryOptions, type StoredModelFile } from "../../src/core/modelRegistry.js";
 
 /*
- * The registry's own policy (room, unloads) over a fake loader whose loads and
+ * The registry's own policy (room, unloads, names) over a fake loader whose loads and
  * disposes end when the test says: the races are played out step by step. The fake does no I/O,
  * so one turn of the event loop runs every promise the registry chained; "nothing happened yet"
  * is checked after a few such turns. The real engine under the same registry: test/http/multipleModels.test.ts.
@@ -72,12 +72,13 @@ class FakeLoader implements ModelLoader {
     maxLiveOfOneModel = 0;
     private made = 0;
 
-    constructor(private readonly sizes: Record<string, number>) {}
+    constructor(private readonly sizes: Record<string, number>, private readonly stored: Record<string, StoredModelFile> = {}) {}
 
     async load(entry: ModelEntry, makeRoom: (bytes: number) => Promise<void>): Promise<{ memoryBytes: number; unload: () => Promise<void> }> {
         const gate = deferred();
         const call: LoadCall = { id: entry.id, roomGiven: false, engine: undefined, finish: gate.resolve, fail: gate.reject };
         this.loads.push(call);
+        entry.file ??= entry.spec === undefined ? undefined : this.stored[entry.spec]?.file;
         entry.purpose = "chat";
         const bytes = this.sizes[entry.id] ?? 1;
         await makeRoom(bytes);
@@ -107,6 +108,10 @@ class FakeLoader implements ModelLoader {
     /** The calls that loaded `id`, in order. */
     loadsOf(id: string): LoadCall[] {
         return this.loads.filter((load) => load.id === id);
+    }
+
+    async storedModels(): Promise<(name: string) => StoredModelFile | undefined> {
+        return (name) => this.stored[name];
     }
 
     private count(id: string, change: number): void {
@@ -207,5 +212,53 @@ describe("the model registry: unloads", () => {
         assert.equal(engineOf(a.model), "a#3");
         a.release();
         assert.equal(loader.maxLive, 1, "one engine at a time, as MAPLE_MAX_LOADED_MODELS=1 says");
+    });
+});
+
+describe("the model registry: models of the models directory", () => {
+    const qwen: StoredModelFile = { spec: "synthetic:qwen3-tiny", file: "/models/synthetic/qwen3-tiny-v1.gguf" };
+    const other: StoredModelFile = { spec: "synthetic:other", file: "/models/synthetic/other-v1.gguf" };
+    const stored = { "qwen3-tiny": qwen, "synthetic:qwen3-tiny": qwen, other, "synthetic:other": other };
+
+    it("routes every name of one stored file to one entry, and loads it once", async () => {
+        const loader = new FakeLoader({}, stored);
+        const registry = registryOf(["maple"], loader, { loadOnDemand: true });
+        await started(registry, loader);
+        const [byName, bySpec] = await Promise.all([registry.route("qwen3-tiny"), registry.route("synthetic:qwen3-tiny")]);
+        assert.equal(byName, bySpec);
+        assert.deepEqual(registry.all.map((entry) => entry.id), ["maple", "qwen3-tiny"]);
+        assert.equal(byName.file, qwen.file);
+        const uses = [registry.use("synthetic:qwen3-tiny", "chat", signal), registry.use("qwen3-tiny", "chat", signal)];
+        await until("the load", () => loader.loads.length === 2 && loader.loads[1]!.roomGiven);
+        await settle();
+        assert.equal(loader.loads.length, 2, "one load for both names");
+        loader.loads[1]!.finish();
+        const [first, second] = await Promise.all(uses);
+        assert.equal(engineOf(first!.model), engineOf(second!.model));
+        assert.deepEqual([first!.modelId, second!.modelId], ["synthetic:qwen3-tiny", "qwen3-tiny"], "each request's own name is echoed");
+        first!.release();
+        second!.release();
+        assert.equal(registry.find("synthetic:qwen3-tiny"), byName, "the other name is remembered");
+    });
+
+    it("routes a stored file that a listed model serves to that model, loaded or not", async () => {
+        const loader = new FakeLoader({}, stored);
+        const registry = new ModelRegistry([{ id: "maple", spec: "spec:maple" }, { id: "listed", spec: "synthetic:qwen3-tiny" }, { id: "third", spec: "synthetic:other" }],
+            false, { loader, maxLoaded: 2, maxMemoryBytes: undefined, keepAliveMs: undefined, loadWaitMs: 60_000, strict: false, loadOnDemand: true });
+        const start = registry.start();
+        await until("the default's load", () => loader.loads.length === 1 && loader.loads[0]!.roomGiven);
+        loader.loads[0]!.finish();
+        await start;
+        await until("listed's load at start", () => loader.loads.length === 2 && loader.loads[1]!.roomGiven);
+        loader.loads[1]!.finish();
+        await registry.whenStarted();
+        const [, listed, third] = registry.all;
+        assert.equal(listed!.file, qwen.file, "the loader set the file it resolved");
+        assert.equal(third!.file, undefined, "beyond MAPLE_MAX_LOADED_MODELS: not resolved at start");
+        assert.equal(await registry.route("qwen3-tiny"), listed);
+        assert.equal(await registry.route("synthetic:qwen3-tiny"), listed);
+        assert.equal(await registry.route("other"), third, "found by its spec before it was ever resolved");
+        assert.equal(registry.all.length, 3, "no entry beside the listed ones");
+        assert.equal((await registry.route("no-such-model")).id, "maple", "a name the directory does not hold: the default");
     });
 });

@@ -242,18 +242,24 @@ describe("loading on demand within the memory bound", { timeout: 300_000 }, () =
 
     it("loads a model of the models directory when a request names it, unloading the idle one it would not fit beside", async () => {
         assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded" }, "the listed models only; the second does not fit beside the first at start");
+        // qwen3-tiny is the file `listed` serves: that model, under the name the request gave, never a second copy of the file.
         const qwen = await complete(server, "qwen3-tiny", "loaded on demand");
         assert.equal(qwen.choices[0]!.text, "loaded on demand");
         assert.equal(qwen.model, "qwen3-tiny");
         const health = await (await server.request("/health")).json() as { models: { id: string; memory_bytes: number }[] };
-        assert.deepEqual(health.models.map((model) => model.id), ["maple", "listed", "qwen3-tiny"]);
-        assert.deepEqual(await statuses(), { maple: "unloaded", listed: "unloaded", "qwen3-tiny": "loaded" }, "maple had to go for qwen3-tiny to fit");
-        assert.equal(health.models.find((model) => model.id === "qwen3-tiny")!.memory_bytes, memoryOf["qwen"]);
-        const again = await complete(server, "maple", "maple reloaded");
+        assert.deepEqual(health.models.map((model) => model.id), ["maple", "listed"]);
+        assert.deepEqual(await statuses(), { maple: "unloaded", listed: "loaded" }, "maple had to go for qwen3-tiny to fit");
+        assert.equal(health.models.find((model) => model.id === "listed")!.memory_bytes, memoryOf["qwen"]);
+        const bySpec = await complete(server, "synthetic:qwen3-tiny", "the same file");
+        assert.equal(bySpec.choices[0]!.text, "the same file");
+        assert.equal(bySpec.model, "synthetic:qwen3-tiny");
+        assert.equal(bySpec.system_fingerprint, qwen.system_fingerprint, "served from the same file");
+        const again = await complete(server, "maple-tiny", "maple reloaded");
         assert.equal(again.choices[0]!.text, "maple reloaded");
-        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded", "qwen3-tiny": "unloaded" });
+        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded" }, "maple-tiny is the file maple serves");
+        assert.equal((await listModels(server)).length, 2);
         const metrics = await (await server.request("/metrics")).text();
-        assert.match(metrics, /maple:model_requests_total\{model="qwen3-tiny"\} 1/);
+        assert.match(metrics, /maple:model_requests_total\{model="listed"\} 2/);
         assert.match(metrics, /maple:model_requests_total\{model="maple"\} 1/);
     });
 
