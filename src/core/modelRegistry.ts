@@ -1,7 +1,7 @@
 import { EventEmitter, once } from "node:events";
 import type { EmbeddingEngine } from "../engine/embeddingEngine.js";
 import type { ModelPurpose } from "../engine/modelFileFacts.js";
-import { InvalidRequestError, ModelLoadingError, NotFoundError, ServerError } from "../errors.js";
+import { InvalidRequestError, ModelLoadFailedError, ModelLoadingError, NotFoundError, ServerError } from "../errors.js";
 import { servedModelName } from "../ollama/modelName.js";
 import { ModelHost, type ReadyModel } from "./modelHost.js";
 
@@ -50,6 +50,10 @@ export class ModelEntry {
      * so the entry counts toward the bounds, and a new load of it waits for it.
      */
     unloading: Promise<void> | undefined;
+    /** Loads failed in a row (0 once one succeeds): the back-off before the next try doubles with each. */
+    failures = 0;
+    /** After a failed load, when (epoch ms) a request may try again; until then requests get the failure at once. */
+    retryAt = 0;
     /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
     atStartup = false;
     /** A listed model other than the default loading at start: it loads only if it fits beside the others, unloading none. */
@@ -74,8 +78,8 @@ export interface ModelLoader {
     /**
      * Resolves `entry.spec` (setting `entry.file` to the file it resolves to), sets
      * `entry.purpose`, calls `makeRoom` with the memory it will take, loads it and sets the host of
-     * its purpose ready; returns how to free it. Throws (after setting the host failed) when it
-     * cannot load.
+     * its purpose ready; returns how to free it. Throws when it cannot load (the registry sets the
+     * host failed, and a request after the back-off tries again).
      */
     load(entry: ModelEntry, makeRoom: (bytes: number) => Promise<void>, signal: AbortSignal): Promise<{ memoryBytes: number; unload: () => Promise<void> }>;
     /**
@@ -92,6 +96,15 @@ export interface StoredModelFile {
     file: string;
 }
 
+/** How long a failed load is left alone before a request tries again: the first wait, doubling with each failure up to the last. */
+export interface LoadRetryBackoff {
+    firstMs: number;
+    maxMs: number;
+}
+
+/** 5 s (the Retry-After of model_loading), then 10, 20, … up to 5 minutes. */
+const defaultLoadRetry: LoadRetryBackoff = { firstMs: 5_000, maxMs: 300_000 };
+
 export interface ModelRegistryOptions {
     loader: ModelLoader;
     /** Loaded models at most (MAPLE_MAX_LOADED_MODELS). */
@@ -106,6 +119,10 @@ export interface ModelRegistryOptions {
     strict: boolean;
     /** MAPLE_LOAD_ON_DEMAND: models of the models directory load when a request names them. */
     loadOnDemand: boolean;
+    /** The back-off after a failed load; default 5 s doubling up to 5 minutes. Requests in it get the failure at once, with Retry-After. */
+    loadRetry?: LoadRetryBackoff;
+    /** The clock (epoch ms) of the back-off and of least-recently-used; default Date.now (tests pass their own). */
+    now?: () => number;
 }
 
 /** A request's hold on a model: it is not unloaded until `release` (the response's end). */
@@ -130,12 +147,14 @@ export class ModelRegistry {
     private readonly roomChanges = new EventEmitter();
     private readonly closing = new AbortController();
     private startedLoads: Promise<void> = Promise.resolve();
+    private readonly now: () => number;
 
     constructor(models: readonly { id: string; spec: string | undefined }[], pinDefault: boolean, private readonly options: ModelRegistryOptions) {
         this.entries = models.map((model, index) => new ModelEntry(model.id, model.spec, index === 0 && pinDefault));
         // The default is "loading" from the start (/health answers 503 until it is ready); the others wait their turn.
         for (const entry of this.entries.slice(1)) entry.host.setUnloaded();
         this.roomChanges.setMaxListeners(0);
+        this.now = options.now ?? Date.now;
     }
 
     /** A registry of one chat model loaded already (benchmarks that build the app over their own engine). */
@@ -173,12 +192,8 @@ export class ModelRegistry {
             chain = chain.then(() => {
                 entry.startupExtra = true;
                 return this.ensureLoading(entry);
-            }).catch((error: unknown) => {
-                // No room at start: it stays unloaded, and loads when a request names it.
-                if (error instanceof NoRoomAtStartError) {
-                    entry.loading = undefined;
-                    entry.host.setUnloaded();
-                }
+            }).catch(() => {
+                // Failed (see ensureLoading), or no room at start: then it stays unloaded, and loads when a request names it.
             }).finally(() => {
                 entry.startupExtra = false;
             });
@@ -260,7 +275,7 @@ export class ModelRegistry {
             if (released) return;
             released = true;
             entry.inFlight -= 1;
-            entry.lastUsed = Date.now();
+            entry.lastUsed = this.now();
             this.roomChanges.emit("change");
             this.startKeepAlive(entry);
         };
@@ -304,11 +319,20 @@ export class ModelRegistry {
 
     private async ready(entry: ModelEntry, purpose: ModelPurpose, signal: AbortSignal): Promise<ReadyModel | ReadyEmbeddingModel> {
         this.checkPurpose(entry, purpose);
-        // The start-up load answers 503 at once, as /health does then; a failed load stays failed (see the log).
-        if (entry.atStartup || entry.host.state.status === "failed") return entry[purpose].requireReady();
+        // The start-up load answers 503 at once, as /health does then.
+        if (entry.atStartup) return entry[purpose].requireReady();
+        // A failed load is tried again, but not before its back-off is over: until then the failure, at once.
+        if (entry.host.state.status === "failed" && this.now() < entry.retryAt) throw this.loadFailed(entry);
         const loading = this.ensureLoading(entry);
         if (entry.host.state.status !== "ready") await this.waitForLoad(loading.catch(() => undefined), signal);
+        if (entry.host.state.status === "failed") throw this.loadFailed(entry);
         return this.checkPurpose(entry, purpose)[purpose].requireReady();
+    }
+
+    /** The answer to a request for a model whose load failed: 500 model_load_failed, Retry-After the rest of its back-off. */
+    private loadFailed(entry: ModelEntry): ModelLoadFailedError {
+        const seconds = Math.max(1, Math.ceil((entry.retryAt - this.now()) / 1000));
+        return new ModelLoadFailedError(`The model '${entry.id}' failed to load (see the server log); a request in ${seconds} s tries again.`, seconds);
     }
 
     private checkPurpose(entry: ModelEntry, purpose: ModelPurpose): ModelEntry {
@@ -343,7 +367,8 @@ export class ModelRegistry {
 
     /**
      * Starts loading `entry` unless it is loaded or loading (after its unload, when one is under
-     * way: never two engines of one model); the promise settles with the load.
+     * way: never two engines of one model); the promise settles with the load. A failed load
+     * leaves the entry failed, with a back-off before the next try; no room at start leaves it unloaded.
      */
     private ensureLoading(entry: ModelEntry): Promise<void> {
         if (entry.loading !== undefined) return entry.loading;
@@ -354,11 +379,21 @@ export class ModelRegistry {
                 entry.memoryBytes = loaded.memoryBytes;
                 entry.reservedBytes = undefined;
                 entry.unload = loaded.unload;
-                entry.lastUsed = Date.now();
+                entry.failures = 0;
+                entry.lastUsed = this.now();
                 this.startKeepAlive(entry);
                 this.roomChanges.emit("change");
             }, (error: unknown) => {
                 entry.reservedBytes = undefined;
+                if (entry.loading === loading) entry.loading = undefined;
+                if (error instanceof NoRoomAtStartError) {
+                    entry.host.setUnloaded();
+                } else {
+                    const { firstMs, maxMs } = this.options.loadRetry ?? defaultLoadRetry;
+                    entry.failures += 1;
+                    entry.retryAt = this.now() + Math.min(maxMs, firstMs * 2 ** (entry.failures - 1));
+                    entry.host.setFailed(error instanceof Error ? error : new Error(String(error)));
+                }
                 this.roomChanges.emit("change");
                 throw error;
             });

@@ -3,9 +3,10 @@ import { describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ReadyModel } from "../../src/core/modelHost.js";
 import { ModelRegistry, type ModelEntry, type ModelLoader, type ModelRegistryOptions, type StoredModelFile } from "../../src/core/modelRegistry.js";
+import { ModelLoadFailedError } from "../../src/errors.js";
 
 /*
- * The registry's own policy (room, unloads, names) over a fake loader whose loads and
+ * The registry's own policy (room, unloads, names, retries) over a fake loader whose loads and
  * disposes end when the test says: the races are played out step by step. The fake does no I/O,
  * so one turn of the event loop runs every promise the registry chained; "nothing happened yet"
  * is checked after a few such turns. The real engine under the same registry: test/http/multipleModels.test.ts.
@@ -260,5 +261,62 @@ describe("the model registry: models of the models directory", () => {
         assert.equal(await registry.route("other"), third, "found by its spec before it was ever resolved");
         assert.equal(registry.all.length, 3, "no entry beside the listed ones");
         assert.equal((await registry.route("no-such-model")).id, "maple", "a name the directory does not hold: the default");
+    });
+});
+
+describe("the model registry: failed loads", () => {
+    it("tries a failed load again on a request after its back-off, which doubles up to its cap; within it, the failure at once with Retry-After", async () => {
+        let now = 1_000_000;
+        const loader = new FakeLoader({});
+        const registry = registryOf(["maple", "broken"], loader, { loadRetry: { firstMs: 5_000, maxMs: 20_000 }, now: () => now });
+        const loadsOfBroken = (): LoadCall[] => loader.loadsOf("broken");
+        const start = registry.start();
+        await until("the default's load", () => loader.loads.length === 1 && loader.loads[0]!.roomGiven);
+        loader.loads[0]!.finish();
+        await start;
+        await until("broken's load at start", () => loadsOfBroken().length === 1 && loadsOfBroken()[0]!.roomGiven);
+        loadsOfBroken()[0]!.fail(new Error("no such file"));
+        await registry.whenStarted();
+        const failingLoad = async (): Promise<ModelLoadFailedError> => {
+            const count = loadsOfBroken().length;
+            const use = registry.use("broken", "chat", signal);
+            await until("a load of broken", () => loadsOfBroken().length === count + 1 && loadsOfBroken()[count]!.roomGiven);
+            loadsOfBroken()[count]!.fail(new Error("no such file"));
+            return await use.then(() => assert.fail("the load failed"), (error: unknown) => error as ModelLoadFailedError);
+        };
+        const refusedAtOnce = async (): Promise<ModelLoadFailedError> => {
+            const count = loader.loads.length;
+            const error = await registry.use("broken", "chat", signal).then(() => assert.fail("still failed"), (caught: unknown) => caught as ModelLoadFailedError);
+            assert.equal(loader.loads.length, count, "no new load within the back-off");
+            return error;
+        };
+
+        const first = await refusedAtOnce();
+        assert.ok(first instanceof ModelLoadFailedError);
+        assert.equal(first.code, "model_load_failed");
+        assert.equal(first.kind, "server");
+        assert.equal(first.retryAfterSeconds, 5);
+        assert.match(first.message, /'broken' failed to load/);
+        assert.equal(registry.all[1]!.host.state.status, "failed");
+
+        now += 4_000;
+        assert.equal((await refusedAtOnce()).retryAfterSeconds, 1);
+        now += 1_000;
+        assert.equal((await failingLoad()).retryAfterSeconds, 10, "the back-off doubles");
+        now += 10_000;
+        assert.equal((await failingLoad()).retryAfterSeconds, 20);
+        now += 20_000;
+        assert.equal((await failingLoad()).retryAfterSeconds, 20, "up to its cap");
+        now += 19_999;
+        assert.equal((await refusedAtOnce()).retryAfterSeconds, 1);
+
+        now += 1;
+        const use = registry.use("broken", "chat", signal);
+        await until("the next try", () => loadsOfBroken().length === 5 && loadsOfBroken()[4]!.roomGiven);
+        loadsOfBroken()[4]!.finish();
+        const loaded = await use;
+        assert.equal(engineOf(loaded.model), loadsOfBroken()[4]!.engine);
+        assert.equal(registry.all[1]!.failures, 0, "a load that succeeds clears the back-off");
+        loaded.release();
     });
 });

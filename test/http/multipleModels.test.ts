@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { BadRequestError } from "openai";
 import { Ollama } from "ollama";
@@ -285,5 +286,38 @@ describe("the keep-alive", { timeout: 300_000 }, () => {
         await waitFor(async () => ((await status()) === "unloaded" ? true : undefined), "the model to be unloaded again once idle");
         const health = await server.request("/health");
         assert.equal(health.status, 200, "an unloaded default model is not a failed one");
+    });
+});
+
+describe("a model that fails to load", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    const log: string[] = [];
+    before(async () => {
+        const logStream = new Writable({
+            write(chunk: Buffer, _encoding, done) {
+                log.push(chunk.toString());
+                done();
+            }
+        });
+        server = await startTestServer({ model: "maple=synthetic:maple-tiny", models: "broken=/nonexistent/broken.gguf", parallel: 1, logLevel: "error" }, { logStream });
+        await server.models.whenStarted();
+    });
+    after(async () => server.close());
+
+    it("answers 500 model_load_failed with Retry-After at once while it backs off, and does not try again meanwhile", async () => {
+        const loadFailures = (): number => log.filter((line) => line.includes("/nonexistent/broken.gguf")).length;
+        assert.equal(loadFailures(), 1, "its load at start failed, and said why in the log");
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+            const response = await server.post("/v1/completions", { model: "broken", prompt: "x", max_tokens: 1 });
+            assert.equal(response.status, 500);
+            const retryAfter = Number(response.headers.get("retry-after"));
+            assert.ok(retryAfter >= 1 && retryAfter <= 5, `Retry-After ${retryAfter}: the rest of the first back-off (5 s)`);
+            const body = await response.json() as WireError;
+            assert.equal(body.error.code, "model_load_failed");
+            assert.match(body.error.message, /'broken' failed to load/);
+        }
+        assert.equal(loadFailures(), 1, "no new load within the back-off");
+        assert.equal((await listModels(server)).find((model) => model.id === "broken")?.status, "failed");
+        assert.equal((await complete(server, "maple", "still serving")).choices[0]!.text, "still serving");
     });
 });
