@@ -105,6 +105,16 @@ export class ModelLoadingError extends MapleError {
     }
 }
 
+/**
+ * The model's last load failed (the server log says why): a 500 as before, with Retry-After for
+ * when a request may try the load again (the model registry backs off between tries).
+ */
+export class ModelLoadFailedError extends MapleError {
+    constructor(message: string, retryAfterSeconds: number) {
+        super("server", message, { code: "model_load_failed", retryAfterSeconds });
+    }
+}
+
 export class EngineOverloadedError extends MapleError {
     /** Which bound was hit: the queue depth, or the time a request may wait. */
     readonly reason: "queue_full" | "queue_timeout";

@@ -1,7 +1,7 @@
 import { EventEmitter, once } from "node:events";
 import type { EmbeddingEngine } from "../engine/embeddingEngine.js";
 import type { ModelPurpose } from "../engine/modelFileFacts.js";
-import { InvalidRequestError, ModelLoadingError, NotFoundError, ServerError } from "../errors.js";
+import { InvalidRequestError, ModelLoadFailedError, ModelLoadingError, NotFoundError, ServerError } from "../errors.js";
 import { servedModelName } from "../ollama/modelName.js";
 import { ModelHost, type ReadyModel } from "./modelHost.js";
 
@@ -28,8 +28,16 @@ export class ModelEntry {
     readonly embedding = new ModelHost<ReadyEmbeddingModel>();
     /** Known once the spec is resolved and its GGUF header read. */
     purpose: ModelPurpose | undefined;
-    /** Weights + KV of the loaded model (readModelFileFacts), 0 while not loaded. */
+    /** Weights + KV of the loaded model (readModelFileFacts), 0 while not loaded; still counted while it unloads. */
     memoryBytes = 0;
+    /** A load in progress that was given room: the memory it asked for, held until it is loaded (then memoryBytes) or fails. */
+    reservedBytes: number | undefined;
+    /**
+     * The model file it loads (an absolute path), once known: the loader sets it when it resolves
+     * the spec, a model found in the models directory has it from the start. Two names of one file
+     * are one entry (MAPLE_LOAD_ON_DEMAND), so a file is never loaded twice.
+     */
+    file: string | undefined;
     /** Requests that hold this model (between routing and their response's end). */
     inFlight = 0;
     lastUsed = 0;
@@ -37,6 +45,15 @@ export class ModelEntry {
     loading: Promise<void> | undefined;
     /** Frees the loaded engine; undefined while not loaded. */
     unload: (() => Promise<void>) | undefined;
+    /**
+     * The unload in progress (it never rejects): until it ends the engine still holds its memory,
+     * so the entry counts toward the bounds, and a new load of it waits for it.
+     */
+    unloading: Promise<void> | undefined;
+    /** Loads failed in a row (0 once one succeeds): the back-off before the next try doubles with each. */
+    failures = 0;
+    /** After a failed load, when (epoch ms) a request may try again; until then requests get the failure at once. */
+    retryAt = 0;
     /** The start-up load of the default model: requests get 503 model_loading at once, as /health says 503 then. */
     atStartup = false;
     /** A listed model other than the default loading at start: it loads only if it fits beside the others, unloading none. */
@@ -59,14 +76,34 @@ export class ModelEntry {
 
 export interface ModelLoader {
     /**
-     * Resolves `entry.spec`, sets `entry.purpose`, calls `makeRoom` with the memory it will take,
-     * loads it and sets the host of its purpose ready; returns how to free it. Throws (after
-     * setting the host failed) when it cannot load.
+     * Resolves `entry.spec` (setting `entry.file` to the file it resolves to), sets
+     * `entry.purpose`, calls `makeRoom` with the memory it will take, loads it and sets the host of
+     * its purpose ready; returns how to free it. Throws when it cannot load (the registry sets the
+     * host failed, and a request after the back-off tries again).
      */
     load(entry: ModelEntry, makeRoom: (bytes: number) => Promise<void>, signal: AbortSignal): Promise<{ memoryBytes: number; unload: () => Promise<void> }>;
-    /** A model of the models directory that `name` names (MAPLE_LOAD_ON_DEMAND), as a spec; undefined when none does. */
-    findStored?(name: string): Promise<string | undefined>;
+    /**
+     * The models directory as it is now (MAPLE_LOAD_ON_DEMAND): looks up the stored model a name
+     * or spec names, with the spec that loads it and its file (an absolute path, its identity);
+     * undefined when none does.
+     */
+    storedModels?(): Promise<(name: string) => StoredModelFile | undefined>;
 }
+
+/** A model of the models directory: the spec that loads it and its file, which identifies it whatever name a request gives. */
+export interface StoredModelFile {
+    spec: string;
+    file: string;
+}
+
+/** How long a failed load is left alone before a request tries again: the first wait, doubling with each failure up to the last. */
+export interface LoadRetryBackoff {
+    firstMs: number;
+    maxMs: number;
+}
+
+/** 5 s (the Retry-After of model_loading), then 10, 20, … up to 5 minutes. */
+const defaultLoadRetry: LoadRetryBackoff = { firstMs: 5_000, maxMs: 300_000 };
 
 export interface ModelRegistryOptions {
     loader: ModelLoader;
@@ -82,6 +119,10 @@ export interface ModelRegistryOptions {
     strict: boolean;
     /** MAPLE_LOAD_ON_DEMAND: models of the models directory load when a request names them. */
     loadOnDemand: boolean;
+    /** The back-off after a failed load; default 5 s doubling up to 5 minutes. Requests in it get the failure at once, with Retry-After. */
+    loadRetry?: LoadRetryBackoff;
+    /** The clock (epoch ms) of the back-off and of least-recently-used; default Date.now (tests pass their own). */
+    now?: () => number;
 }
 
 /** A request's hold on a model: it is not unloaded until `release` (the response's end). */
@@ -100,15 +141,20 @@ export interface ModelUse<Ready> {
  */
 export class ModelRegistry {
     private readonly entries: ModelEntry[];
-    private readonly released = new EventEmitter();
+    /** Other names requests gave a model of the models directory by (MAPLE_LOAD_ON_DEMAND): each maps to the entry of its file. */
+    private readonly aliases = new Map<string, ModelEntry>();
+    /** "change" whenever room may have been freed: a request released its model, a load ended, an unload ended. */
+    private readonly roomChanges = new EventEmitter();
     private readonly closing = new AbortController();
     private startedLoads: Promise<void> = Promise.resolve();
+    private readonly now: () => number;
 
     constructor(models: readonly { id: string; spec: string | undefined }[], pinDefault: boolean, private readonly options: ModelRegistryOptions) {
         this.entries = models.map((model, index) => new ModelEntry(model.id, model.spec, index === 0 && pinDefault));
         // The default is "loading" from the start (/health answers 503 until it is ready); the others wait their turn.
         for (const entry of this.entries.slice(1)) entry.host.setUnloaded();
-        this.released.setMaxListeners(0);
+        this.roomChanges.setMaxListeners(0);
+        this.now = options.now ?? Date.now;
     }
 
     /** A registry of one chat model loaded already (benchmarks that build the app over their own engine). */
@@ -146,12 +192,8 @@ export class ModelRegistry {
             chain = chain.then(() => {
                 entry.startupExtra = true;
                 return this.ensureLoading(entry);
-            }).catch((error: unknown) => {
-                // No room at start: it stays unloaded, and loads when a request names it.
-                if (error instanceof NoRoomAtStartError) {
-                    entry.loading = undefined;
-                    entry.host.setUnloaded();
-                }
+            }).catch(() => {
+                // Failed (see ensureLoading), or no room at start: then it stays unloaded, and loads when a request names it.
             }).finally(() => {
                 entry.startupExtra = false;
             });
@@ -165,9 +207,9 @@ export class ModelRegistry {
         return this.startedLoads;
     }
 
-    /** The served model `name` names (Ollama's `:latest` tag ignored), or undefined. */
+    /** The served model `name` names (Ollama's `:latest` tag ignored), or one of the models directory a request named so before; else undefined. */
     find(name: string): ModelEntry | undefined {
-        return this.entries.find((entry) => servedModelName(name, entry.id) === entry.id);
+        return this.entries.find((entry) => servedModelName(name, entry.id) === entry.id) ?? this.aliases.get(name);
     }
 
     /**
@@ -176,25 +218,39 @@ export class ModelRegistry {
      */
     async route(requested: string | undefined): Promise<ModelEntry> {
         if (requested === undefined) return this.default;
-        const found = this.find(requested);
+        const found = this.find(requested) ?? await this.findStored(requested);
         if (found !== undefined) return found;
-        if (this.options.loadOnDemand && this.options.loader.findStored !== undefined) {
-            const spec = await this.options.loader.findStored(requested);
-            // Another request may have added it meanwhile.
-            const added = this.find(requested);
-            if (added !== undefined) return added;
-            if (spec !== undefined) {
-                const entry = new ModelEntry(requested, spec, false);
-                entry.host.setUnloaded();
-                this.entries.push(entry);
-                return entry;
-            }
-        }
         if (this.options.strict) {
             throw new NotFoundError(`The model '${requested}' does not exist; this server serves ${this.entries.map((entry) => `'${entry.id}'`).join(", ")}.`,
                 "model", "model_not_found");
         }
         return this.default;
+    }
+
+    /**
+     * The entry of the stored model `requested` names (MAPLE_LOAD_ON_DEMAND): the one that serves
+     * its file already (a listed model, or one an earlier request named otherwise), else a new
+     * one. Keyed by the file, so every name of one file is one entry and the file loads once.
+     */
+    private async findStored(requested: string): Promise<ModelEntry | undefined> {
+        if (!this.options.loadOnDemand || this.options.loader.storedModels === undefined) return undefined;
+        const lookup = await this.options.loader.storedModels();
+        // Another request may have added it meanwhile.
+        const known = this.find(requested);
+        if (known !== undefined) return known;
+        const stored = lookup(requested);
+        if (stored === undefined) return undefined;
+        // A listed model not resolved yet has no file: the one its spec names in the models directory.
+        let entry = this.entries.find((listed) => (listed.file ?? (listed.spec === undefined ? undefined : lookup(listed.spec)?.file)) === stored.file);
+        if (entry === undefined) {
+            entry = new ModelEntry(requested, stored.spec, false);
+            entry.file = stored.file;
+            entry.host.setUnloaded();
+            this.entries.push(entry);
+        } else {
+            this.aliases.set(requested, entry);
+        }
+        return entry;
     }
 
     /**
@@ -219,8 +275,8 @@ export class ModelRegistry {
             if (released) return;
             released = true;
             entry.inFlight -= 1;
-            entry.lastUsed = Date.now();
-            this.released.emit("release");
+            entry.lastUsed = this.now();
+            this.roomChanges.emit("change");
             this.startKeepAlive(entry);
         };
         try {
@@ -254,6 +310,7 @@ export class ModelRegistry {
         this.closing.abort();
         await Promise.all(this.entries.map(async (entry) => {
             this.stopKeepAlive(entry);
+            await entry.unloading;
             await entry.loading?.catch(() => undefined);
             await entry.unload?.();
             entry.unload = undefined;
@@ -262,11 +319,20 @@ export class ModelRegistry {
 
     private async ready(entry: ModelEntry, purpose: ModelPurpose, signal: AbortSignal): Promise<ReadyModel | ReadyEmbeddingModel> {
         this.checkPurpose(entry, purpose);
-        // The start-up load answers 503 at once, as /health does then; a failed load stays failed (see the log).
-        if (entry.atStartup || entry.host.state.status === "failed") return entry[purpose].requireReady();
+        // The start-up load answers 503 at once, as /health does then.
+        if (entry.atStartup) return entry[purpose].requireReady();
+        // A failed load is tried again, but not before its back-off is over: until then the failure, at once.
+        if (entry.host.state.status === "failed" && this.now() < entry.retryAt) throw this.loadFailed(entry);
         const loading = this.ensureLoading(entry);
         if (entry.host.state.status !== "ready") await this.waitForLoad(loading.catch(() => undefined), signal);
+        if (entry.host.state.status === "failed") throw this.loadFailed(entry);
         return this.checkPurpose(entry, purpose)[purpose].requireReady();
+    }
+
+    /** The answer to a request for a model whose load failed: 500 model_load_failed, Retry-After the rest of its back-off. */
+    private loadFailed(entry: ModelEntry): ModelLoadFailedError {
+        const seconds = Math.max(1, Math.ceil((entry.retryAt - this.now()) / 1000));
+        return new ModelLoadFailedError(`The model '${entry.id}' failed to load (see the server log); a request in ${seconds} s tries again.`, seconds);
     }
 
     private checkPurpose(entry: ModelEntry, purpose: ModelPurpose): ModelEntry {
@@ -299,28 +365,57 @@ export class ModelRegistry {
         }
     }
 
-    /** Starts loading `entry` unless it is loaded or loading; the promise settles with the load. */
+    /**
+     * Starts loading `entry` unless it is loaded or loading (after its unload, when one is under
+     * way: never two engines of one model); the promise settles with the load. A failed load
+     * leaves the entry failed, with a back-off before the next try; no room at start leaves it unloaded.
+     */
     private ensureLoading(entry: ModelEntry): Promise<void> {
         if (entry.loading !== undefined) return entry.loading;
         entry.host.reset();
-        const loading = this.options.loader.load(entry, (bytes) => this.makeRoom(entry, bytes), this.closing.signal).then((loaded) => {
-            entry.memoryBytes = loaded.memoryBytes;
-            entry.unload = loaded.unload;
-            entry.lastUsed = Date.now();
-            this.startKeepAlive(entry);
-        });
+        const loading: Promise<void> = (entry.unloading ?? Promise.resolve())
+            .then(() => this.options.loader.load(entry, (bytes) => this.makeRoom(entry, bytes), this.closing.signal))
+            .then((loaded) => {
+                entry.memoryBytes = loaded.memoryBytes;
+                entry.reservedBytes = undefined;
+                entry.unload = loaded.unload;
+                entry.failures = 0;
+                entry.lastUsed = this.now();
+                this.startKeepAlive(entry);
+                this.roomChanges.emit("change");
+            }, (error: unknown) => {
+                entry.reservedBytes = undefined;
+                if (entry.loading === loading) entry.loading = undefined;
+                if (error instanceof NoRoomAtStartError) {
+                    entry.host.setUnloaded();
+                } else {
+                    const { firstMs, maxMs } = this.options.loadRetry ?? defaultLoadRetry;
+                    entry.failures += 1;
+                    entry.retryAt = this.now() + Math.min(maxMs, firstMs * 2 ** (entry.failures - 1));
+                    entry.host.setFailed(error instanceof Error ? error : new Error(String(error)));
+                }
+                this.roomChanges.emit("change");
+                throw error;
+            });
         entry.loading = loading;
         loading.catch(() => undefined);
         return loading;
     }
 
-    /** Unloads idle models, least recently used first, until `bytes` more (and one more model) fit; waits for one to go idle when none is. */
+    /**
+     * Unloads idle models, least recently used first, until `bytes` more (and one more model) fit,
+     * then holds that room for `loading` until its load ends. Waits when no model is idle (one in
+     * use, loading or being unloaded frees its room later); fails only when pinned models fill it.
+     */
     private async makeRoom(loading: ModelEntry, bytes: number): Promise<void> {
         const { maxLoaded, maxMemoryBytes } = this.options;
+        // What holds memory: a loaded model, one being unloaded (until its engine is disposed), a load that was given room.
+        const holders = (): ModelEntry[] => this.entries.filter((entry) => entry !== loading
+            && (entry.loaded || entry.unloading !== undefined || entry.reservedBytes !== undefined));
         const fits = (): boolean => {
-            const loaded = this.entries.filter((entry) => entry !== loading && (entry.loaded || (entry.loading !== undefined && entry.host.state.status === "loading")));
-            const memory = loaded.reduce((sum, entry) => sum + entry.memoryBytes, 0);
-            return loaded.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || loaded.length === 0);
+            const held = holders();
+            const memory = held.reduce((sum, entry) => sum + entry.memoryBytes + (entry.reservedBytes ?? 0), 0);
+            return held.length < maxLoaded && (maxMemoryBytes === undefined || memory + bytes <= maxMemoryBytes || held.length === 0);
         };
         if (loading.startupExtra && !fits()) throw new NoRoomAtStartError(loading.id);
         while (!fits()) {
@@ -331,22 +426,34 @@ export class ModelRegistry {
                 await this.unloadEntry(idle);
                 continue;
             }
-            if (!this.entries.some((entry) => entry !== loading && entry.loaded && !entry.pinned)) {
+            // Pinned models are never unloaded: when they alone hold the room, no wait frees it.
+            if (holders().every((entry) => entry.pinned && entry.unloading === undefined)) {
                 throw new ServerError(`No room to load '${loading.id}': the loaded models are pinned (MAPLE_PIN_DEFAULT_MODEL) and fill `
                     + "MAPLE_MAX_LOADED_MODELS or MAPLE_MAX_MODEL_MEMORY.");
             }
-            await once(this.released, "release", { signal: this.closing.signal });
+            await once(this.roomChanges, "change", { signal: this.closing.signal });
         }
+        loading.reservedBytes = bytes;
     }
 
-    private async unloadEntry(entry: ModelEntry): Promise<void> {
+    /**
+     * Unloads a loaded `entry`: requests no longer get it from now on, but it counts toward the
+     * bounds (its memory) until its engine is disposed, and a load of it waits until then.
+     * Rejects when the dispose does; the entry is unloaded all the same.
+     */
+    private unloadEntry(entry: ModelEntry): Promise<void> {
         this.stopKeepAlive(entry);
         const unload = entry.unload;
         entry.unload = undefined;
         entry.loading = undefined;
-        entry.memoryBytes = 0;
         entry.host.setUnloaded();
-        await unload?.();
+        const disposed = Promise.resolve().then(() => unload?.()).finally(() => {
+            entry.memoryBytes = 0;
+            entry.unloading = undefined;
+            this.roomChanges.emit("change");
+        });
+        entry.unloading = disposed.catch(() => undefined);
+        return disposed;
     }
 
     private startKeepAlive(entry: ModelEntry): void {

@@ -4,11 +4,12 @@
  * models under `synthetic/` (current, outdated versions, and temp files of a write in progress).
  */
 import { readdir, stat, unlink } from "node:fs/promises";
-import { basename, join, relative } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
 import { partialDownloadSuffix } from "../engine/modelDownload.js";
 import { readDownloadRecord, recordPathFor, recordSuffix } from "./downloadRecord.js";
 import { huggingFaceDir, isHuggingFaceSpec } from "./huggingFace.js";
 import { expandShortName, officialFiles, shortNameOf, type KnownFiles } from "./officialModels.js";
+import { modelNameOf } from "./servedModelSpecs.js";
 import { findSyntheticModelSpec } from "./synthetic/modelCatalog.js";
 import { isCompleteSyntheticModel, syntheticModelPath } from "./synthetic/syntheticModelFile.js";
 
@@ -80,6 +81,20 @@ async function listSyntheticModels(modelsDir: string): Promise<StoredModel[]> {
         models.push({ spec: `synthetic:${modelName}`, shortName: undefined, file: relative(modelsDir, path), path, bytes, kind: "synthetic", status });
     }
     return models;
+}
+
+/**
+ * The complete models of `modelsDir` as MAPLE_LOAD_ON_DEMAND finds them, read once: a lookup of
+ * the model a name names (its spec, its short name, or the name it is served under: `qwen3-tiny`
+ * for `synthetic:qwen3-tiny`), giving the spec that loads it (its path when Maple has no record of
+ * one) and its file as an absolute path, which is the same whatever name found it.
+ */
+export async function storedModelLookup(modelsDir: string): Promise<(name: string) => { spec: string; file: string } | undefined> {
+    const complete = (await listStoredModels(modelsDir)).filter((model) => model.status === "complete");
+    return (name) => {
+        const match = complete.find((model) => model.spec === name || model.shortName === name || modelNameOf(model.spec ?? model.path) === name);
+        return match === undefined ? undefined : { spec: match.spec ?? match.path, file: resolve(match.path) };
+    };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { readFile, stat } from "node:fs/promises";
+import { resolve } from "node:path";
 import { createServer, type Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
@@ -11,8 +12,8 @@ import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";
 import { openLlama, type LlamaLog } from "../engine/openLlama.js";
-import { listStoredModels } from "../models/modelStore.js";
-import { modelNameOf, servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
+import { storedModelLookup } from "../models/modelStore.js";
+import { servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
@@ -205,6 +206,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     },
                     onFallback: (reason) => logger.warn(reason)
                 });
+                entry.file = resolve(model.path);
                 const modelFileBytes = (await stat(model.path)).size;
                 const onLog: LlamaLog = (level, message) => logger[level]({ source: "llama.cpp", model: entry.id }, message);
                 const facts = await readModelFileFacts(model.path, {
@@ -265,12 +267,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 throw error;
             }
         },
-        async findStored(name) {
-            const stored = await listStoredModels(config.modelsDir);
-            const match = stored.find((model) => model.status === "complete"
-                && (model.spec === name || model.shortName === name || modelNameOf(model.spec ?? model.path) === name));
-            return match === undefined ? undefined : match.spec ?? match.path;
-        }
+        storedModels: () => storedModelLookup(config.modelsDir)
     };
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { BadRequestError } from "openai";
 import { Ollama } from "ollama";
@@ -242,18 +243,24 @@ describe("loading on demand within the memory bound", { timeout: 300_000 }, () =
 
     it("loads a model of the models directory when a request names it, unloading the idle one it would not fit beside", async () => {
         assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded" }, "the listed models only; the second does not fit beside the first at start");
+        // qwen3-tiny is the file `listed` serves: that model, under the name the request gave, never a second copy of the file.
         const qwen = await complete(server, "qwen3-tiny", "loaded on demand");
         assert.equal(qwen.choices[0]!.text, "loaded on demand");
         assert.equal(qwen.model, "qwen3-tiny");
         const health = await (await server.request("/health")).json() as { models: { id: string; memory_bytes: number }[] };
-        assert.deepEqual(health.models.map((model) => model.id), ["maple", "listed", "qwen3-tiny"]);
-        assert.deepEqual(await statuses(), { maple: "unloaded", listed: "unloaded", "qwen3-tiny": "loaded" }, "maple had to go for qwen3-tiny to fit");
-        assert.equal(health.models.find((model) => model.id === "qwen3-tiny")!.memory_bytes, memoryOf["qwen"]);
-        const again = await complete(server, "maple", "maple reloaded");
+        assert.deepEqual(health.models.map((model) => model.id), ["maple", "listed"]);
+        assert.deepEqual(await statuses(), { maple: "unloaded", listed: "loaded" }, "maple had to go for qwen3-tiny to fit");
+        assert.equal(health.models.find((model) => model.id === "listed")!.memory_bytes, memoryOf["qwen"]);
+        const bySpec = await complete(server, "synthetic:qwen3-tiny", "the same file");
+        assert.equal(bySpec.choices[0]!.text, "the same file");
+        assert.equal(bySpec.model, "synthetic:qwen3-tiny");
+        assert.equal(bySpec.system_fingerprint, qwen.system_fingerprint, "served from the same file");
+        const again = await complete(server, "maple-tiny", "maple reloaded");
         assert.equal(again.choices[0]!.text, "maple reloaded");
-        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded", "qwen3-tiny": "unloaded" });
+        assert.deepEqual(await statuses(), { maple: "loaded", listed: "unloaded" }, "maple-tiny is the file maple serves");
+        assert.equal((await listModels(server)).length, 2);
         const metrics = await (await server.request("/metrics")).text();
-        assert.match(metrics, /maple:model_requests_total\{model="qwen3-tiny"\} 1/);
+        assert.match(metrics, /maple:model_requests_total\{model="listed"\} 2/);
         assert.match(metrics, /maple:model_requests_total\{model="maple"\} 1/);
     });
 
@@ -279,5 +286,38 @@ describe("the keep-alive", { timeout: 300_000 }, () => {
         await waitFor(async () => ((await status()) === "unloaded" ? true : undefined), "the model to be unloaded again once idle");
         const health = await server.request("/health");
         assert.equal(health.status, 200, "an unloaded default model is not a failed one");
+    });
+});
+
+describe("a model that fails to load", { timeout: 300_000 }, () => {
+    let server: TestServer;
+    const log: string[] = [];
+    before(async () => {
+        const logStream = new Writable({
+            write(chunk: Buffer, _encoding, done) {
+                log.push(chunk.toString());
+                done();
+            }
+        });
+        server = await startTestServer({ model: "maple=synthetic:maple-tiny", models: "broken=/nonexistent/broken.gguf", parallel: 1, logLevel: "error" }, { logStream });
+        await server.models.whenStarted();
+    });
+    after(async () => server.close());
+
+    it("answers 500 model_load_failed with Retry-After at once while it backs off, and does not try again meanwhile", async () => {
+        const loadFailures = (): number => log.filter((line) => line.includes("/nonexistent/broken.gguf")).length;
+        assert.equal(loadFailures(), 1, "its load at start failed, and said why in the log");
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+            const response = await server.post("/v1/completions", { model: "broken", prompt: "x", max_tokens: 1 });
+            assert.equal(response.status, 500);
+            const retryAfter = Number(response.headers.get("retry-after"));
+            assert.ok(retryAfter >= 1 && retryAfter <= 5, `Retry-After ${retryAfter}: the rest of the first back-off (5 s)`);
+            const body = await response.json() as WireError;
+            assert.equal(body.error.code, "model_load_failed");
+            assert.match(body.error.message, /'broken' failed to load/);
+        }
+        assert.equal(loadFailures(), 1, "no new load within the back-off");
+        assert.equal((await listModels(server)).find((model) => model.id === "broken")?.status, "failed");
+        assert.equal((await complete(server, "maple", "still serving")).choices[0]!.text, "still serving");
     });
 });
