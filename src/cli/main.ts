@@ -1,11 +1,11 @@
-import { parseArgs } from "node:util";
-import { ConfigError, resolveConfig, settings } from "../config/settings.js";
+import { ConfigError, resolveConfig } from "../config/settings.js";
 import { ModelSpecError } from "../models/resolveModel.js";
 import { createLogger } from "../server/logger.js";
 import { ListenError, startServer, version, type LoadStage, type RunningServer } from "../server/startServer.js";
 import { mainHelp, serveHelp } from "./help.js";
 import { modelsCommand, pullCommand, rmCommand, type CommandIo } from "./modelCommands.js";
 import { createProgressReporter } from "./progress.js";
+import { parseServeFlags, type ServeFlags } from "./serveFlags.js";
 
 const labels: Record<LoadStage, string> = { download: "Downloading model", verify: "Checking sha256", write: "Writing synthetic model", load: "Loading model" };
 
@@ -46,31 +46,20 @@ const modelCommands = new Map<string, (args: string[], io: CommandIo) => Promise
 ]);
 
 async function serve(args: string[]): Promise<number> {
-    let flags: Record<string, string | string[] | boolean | undefined>;
+    let parsed: ServeFlags;
     try {
-        flags = parseArgs({
-            args,
-            options: {
-                ...Object.fromEntries(settings.map((setting) => [setting.flag, { type: "string" as const }])),
-                // --model may be given several times: the models to serve, the first the default.
-                model: { type: "string", multiple: true },
-                help: { type: "boolean", short: "h" }
-            },
-            strict: true,
-            allowPositionals: false
-        }).values;
+        parsed = parseServeFlags(args);
     } catch (error) {
         console.error(`maple serve: ${(error as Error).message}. Run 'maple serve --help'.`);
         return 2;
     }
-    if (flags.help === true) {
+    if (parsed.help) {
         process.stdout.write(`${serveHelp()}\n`);
         return 0;
     }
     let config;
     try {
-        const { model, ...single } = flags;
-        config = resolveConfig({ ...single as Record<string, string>, ...(Array.isArray(model) ? { model: model.join(",") } : {}) });
+        config = resolveConfig(parsed.flags);
     } catch (error) {
         if (error instanceof ConfigError) {
             console.error(`maple serve: ${error.message}`);

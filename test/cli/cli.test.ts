@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { settings } from "../../src/config/settings.js";
+import { isSwitch, settings } from "../../src/config/settings.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { freePort } from "../helpers/freePort.js";
 import { testModelsDir } from "../helpers/testServer.js";
@@ -62,9 +62,20 @@ describe("maple CLI", () => {
         assert.equal(code, 0);
         assert.match(stdout, /Usage: maple serve/);
         for (const setting of settings) {
-            assert.ok(stdout.includes(`--${setting.flag} `), `--help is missing --${setting.flag}`);
+            // A boolean setting is a switch: shown as --[no-]FLAG, without a value.
+            const usage = isSwitch(setting) ? `--[no-]${setting.flag} ` : `--${setting.flag} ${setting.valueName} `;
+            assert.ok(stdout.includes(usage), `--help is missing ${usage}`);
             assert.ok(stdout.includes(setting.env), `--help is missing ${setting.env}`);
         }
+    });
+
+    it("takes a boolean flag without a word (--swa-full, --no-webui) and goes on to the next flag", async () => {
+        // Stopped by the invalid --port after them: the switches parsed, and neither took "--port" as its value.
+        const { code, stdout, stderr } = await runMaple(["serve", "--swa-full", "--no-webui", "--strict-model", "--port", "abc"],
+            { MAPLE_MODEL: join(tempDir, "never-read.gguf") });
+        assert.equal(code, 2, stderr);
+        assert.equal(stderr.trim(), "maple serve: --port must be a whole number, got \"abc\"");
+        assert.equal(stdout, "", "nothing started");
     });
 
     it("prints its version, and refuses an unknown command or flag with exit 2", async () => {
