@@ -26,7 +26,19 @@ import("../dist/src/cli/main.js")
     .then(({ main }) => main(process.argv.slice(2)))
     .then((code) => {
         if (code !== 0) process.exit(code);
-    });
+    }, cannotStart);
+
+// main reports its own errors in one line (src/cli/main.ts, unexpectedError). What comes here is
+// the command failing to load, dist/ not built or a dependency missing: one line too, the stack
+// only at MAPLE_LOG_LEVEL=debug or trace.
+function cannotStart(error) {
+    const showStack = process.env.MAPLE_LOG_LEVEL === "debug" || process.env.MAPLE_LOG_LEVEL === "trace";
+    const message = String(error?.message ?? error).trim().replace(/\s*\n\s*/g, " ");
+    const todo = error?.code === "ERR_MODULE_NOT_FOUND" ? "run 'npm install' in Maple's folder, which builds dist/" : "run again with MAPLE_LOG_LEVEL=debug for the stack trace to report";
+    console.error(`maple: cannot start: ${message} (${showStack ? "its stack trace follows" : todo})`);
+    if (showStack && error?.stack !== undefined) console.error(error.stack);
+    process.exit(1);
+}
 
 // llama.cpp's CPU buffers (the weights when Maple reads them into RAM, see src/engine/weightsLoad.ts,
 // the KV cache, the compute buffers) come from glibc's malloc, and the kernel backs them with

@@ -1,4 +1,4 @@
-import { settings, type SettingDefinition } from "../config/settings.js";
+import { isSwitch, settings, type SettingDefinition } from "../config/settings.js";
 
 /** `maple serve --help`, generated from the settings table so it cannot drift from it. */
 export function serveHelp(): string {
@@ -7,13 +7,16 @@ export function serveHelp(): string {
         "",
         "Serves a GGUF model over an OpenAI-compatible API (/v1/chat/completions, /v1/completions,",
         "/v1/models, /tokenize, /detokenize, /metrics, /health). Every option can also be set by its",
-        "MAPLE_* environment variable; a flag wins over its variable.",
+        "MAPLE_* environment variable; a flag wins over its variable. A boolean option, shown as",
+        "--[no-]NAME, is on as --NAME alone and off as --no-NAME; --NAME WORD and --NAME=WORD take",
+        "true/false, 1/0, yes/no or on/off, as its variable does.",
         "",
         "Options:"
     ];
     for (const setting of settings as readonly SettingDefinition[]) {
         const defaultValue = setting.defaultText ?? String(setting.defaultValue());
-        lines.push(`  --${setting.flag} ${setting.valueName}`.padEnd(34) + setting.help);
+        const usage = isSwitch(setting) ? `--[no-]${setting.flag}` : `--${setting.flag} ${setting.valueName}`;
+        lines.push(`  ${usage}`.padEnd(34) + setting.help);
         lines.push(" ".repeat(34) + `[${setting.env}] default: ${defaultValue}`);
     }
     lines.push("  -h, --help".padEnd(34) + "Show this help");

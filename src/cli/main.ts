@@ -1,16 +1,28 @@
-import { parseArgs } from "node:util";
-import { ConfigError, resolveConfig, settings } from "../config/settings.js";
+import { ConfigError, resolveConfig } from "../config/settings.js";
 import { ModelSpecError } from "../models/resolveModel.js";
 import { createLogger } from "../server/logger.js";
 import { ListenError, startServer, version, type LoadStage, type RunningServer } from "../server/startServer.js";
 import { mainHelp, serveHelp } from "./help.js";
 import { modelsCommand, pullCommand, rmCommand, type CommandIo } from "./modelCommands.js";
 import { createProgressReporter } from "./progress.js";
+import { parseServeFlags, type ServeFlags } from "./serveFlags.js";
 
 const labels: Record<LoadStage, string> = { download: "Downloading model", verify: "Checking sha256", write: "Writing synthetic model", load: "Loading model" };
 
-/** The `maple` command. Returns the exit code for errors before the server runs. */
+/**
+ * The `maple` command. Returns the exit code for errors before the server runs; an error no
+ * check foresaw is one line too, as the foreseen ones are (unexpectedError).
+ */
 export async function main(argv: string[]): Promise<number> {
+    try {
+        return await run(argv);
+    } catch (error) {
+        // Only MAPLE_LOG_LEVEL here: serve reports what fails once its --log-level is known itself.
+        return unexpectedError(argv[0] ?? "", "failed", error, { logLevel: process.env.MAPLE_LOG_LEVEL, setting: "MAPLE_LOG_LEVEL=debug" });
+    }
+}
+
+async function run(argv: string[]): Promise<number> {
     const [command, ...rest] = argv;
     if (command === undefined || command === "--help" || command === "-h" || command === "help") {
         console.error(mainHelp(version));
@@ -46,31 +58,20 @@ const modelCommands = new Map<string, (args: string[], io: CommandIo) => Promise
 ]);
 
 async function serve(args: string[]): Promise<number> {
-    let flags: Record<string, string | string[] | boolean | undefined>;
+    let parsed: ServeFlags;
     try {
-        flags = parseArgs({
-            args,
-            options: {
-                ...Object.fromEntries(settings.map((setting) => [setting.flag, { type: "string" as const }])),
-                // --model may be given several times: the models to serve, the first the default.
-                model: { type: "string", multiple: true },
-                help: { type: "boolean", short: "h" }
-            },
-            strict: true,
-            allowPositionals: false
-        }).values;
+        parsed = parseServeFlags(args);
     } catch (error) {
         console.error(`maple serve: ${(error as Error).message}. Run 'maple serve --help'.`);
         return 2;
     }
-    if (flags.help === true) {
+    if (parsed.help) {
         process.stdout.write(`${serveHelp()}\n`);
         return 0;
     }
     let config;
     try {
-        const { model, ...single } = flags;
-        config = resolveConfig({ ...single as Record<string, string>, ...(Array.isArray(model) ? { model: model.join(",") } : {}) });
+        config = resolveConfig(parsed.flags);
     } catch (error) {
         if (error instanceof ConfigError) {
             console.error(`maple serve: ${error.message}`);
@@ -101,7 +102,7 @@ async function serve(args: string[]): Promise<number> {
             console.error(`maple serve: ${error.message}`);
             return 1;
         }
-        throw error;
+        return unexpectedError("serve", "could not start", error, { logLevel: config.logLevel, setting: "--log-level debug" });
     }
 
     let stopping = false;
@@ -143,4 +144,25 @@ async function serve(args: string[]): Promise<number> {
         return 1;
     }
     return 0;
+}
+
+/**
+ * An error no check foresaw (a bug, or a failure nobody gave a message yet, such as a --host that
+ * does not resolve), reported as the foreseen ones are: one line naming the command, what failed
+ * and Node's message, exit 1. The stack trace is for a bug report: printed after that line at log
+ * level debug or trace, not otherwise; `debug.setting` is how to ask for it (only serve has --log-level).
+ */
+function unexpectedError(command: string, what: string, error: unknown, debug: { logLevel: string | undefined; setting: string }): number {
+    const showStack = debug.logLevel === "debug" || debug.logLevel === "trace";
+    const stack = error instanceof Error ? error.stack : undefined;
+    console.error(`maple ${command}: ${what}: ${oneLine(error)} `
+        + `(unexpected; ${showStack ? "its stack trace follows" : `run again with ${debug.setting} for the stack trace to report`})`);
+    if (showStack && stack !== undefined) console.error(stack);
+    return 1;
+}
+
+/** An error's message on one line (its name when it has none). */
+function oneLine(error: unknown): string {
+    const message = error instanceof Error ? error.message : String(error);
+    return message.trim().replace(/\s*\n\s*/g, " ") || (error instanceof Error ? error.name : "unknown error");
 }

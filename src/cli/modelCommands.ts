@@ -166,7 +166,7 @@ function usageError(io: CommandIo, command: string, message: string): number {
     return 2;
 }
 
-/** A refused or failed model: one line, exit 1; anything unexpected keeps its stack. */
+/** A refused or failed model: one line, exit 1; anything unexpected goes up to main, which reports it (one line, the stack at MAPLE_LOG_LEVEL=debug). */
 function failure(io: CommandIo, command: string, error: unknown): number {
     if (error instanceof ModelSpecError) {
         io.stderr.write(`maple ${command}: ${error.message}\n`);

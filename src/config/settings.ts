@@ -82,7 +82,7 @@ export interface SettingDefinition<K extends keyof MapleConfig = keyof MapleConf
     key: K;
     flag: string;
     env: string;
-    /** Shown in --help, after the flag. */
+    /** Shown in --help after the flag; not for a boolean setting, a switch shown as `--[no-]FLAG` (see isSwitch). */
     valueName: string;
     help: string;
     defaultValue: () => MapleConfig[K];
@@ -123,6 +123,19 @@ const boolean: Parser<boolean> = (raw) => {
     if (value === undefined) throw new Error(`must be true or false, got "${raw}"`);
     return value;
 };
+
+/** A word a boolean setting takes: true/false, 1/0, yes/no, on/off, in any case. */
+export function isBooleanWord(raw: string): boolean {
+    return Object.hasOwn(booleanWords, raw.trim().toLowerCase());
+}
+
+/**
+ * A boolean setting: its flag is a switch (`--swa-full` alone is true, `--no-swa-full` false) that
+ * also takes a boolean word (`--webui false`), as llama-server's and vLLM's boolean flags do.
+ */
+export function isSwitch(setting: SettingDefinition): boolean {
+    return setting.parse === (boolean as Parser<unknown>);
+}
 
 function nonEmpty(raw: string): string {
     if (raw.trim() === "") throw new Error("must not be empty");

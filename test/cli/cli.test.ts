@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { settings } from "../../src/config/settings.js";
+import { isSwitch, settings } from "../../src/config/settings.js";
 import { ensureSyntheticModel } from "../../src/models/synthetic/index.js";
 import { freePort } from "../helpers/freePort.js";
 import { testModelsDir } from "../helpers/testServer.js";
@@ -62,9 +62,20 @@ describe("maple CLI", () => {
         assert.equal(code, 0);
         assert.match(stdout, /Usage: maple serve/);
         for (const setting of settings) {
-            assert.ok(stdout.includes(`--${setting.flag} `), `--help is missing --${setting.flag}`);
+            // A boolean setting is a switch: shown as --[no-]FLAG, without a value.
+            const usage = isSwitch(setting) ? `--[no-]${setting.flag} ` : `--${setting.flag} ${setting.valueName} `;
+            assert.ok(stdout.includes(usage), `--help is missing ${usage}`);
             assert.ok(stdout.includes(setting.env), `--help is missing ${setting.env}`);
         }
+    });
+
+    it("takes a boolean flag without a word (--swa-full, --no-webui) and goes on to the next flag", async () => {
+        // Stopped by the invalid --port after them: the switches parsed, and neither took "--port" as its value.
+        const { code, stdout, stderr } = await runMaple(["serve", "--swa-full", "--no-webui", "--strict-model", "--port", "abc"],
+            { MAPLE_MODEL: join(tempDir, "never-read.gguf") });
+        assert.equal(code, 2, stderr);
+        assert.equal(stderr.trim(), "maple serve: --port must be a whole number, got \"abc\"");
+        assert.equal(stdout, "", "nothing started");
     });
 
     it("prints its version, and refuses an unknown command or flag with exit 2", async () => {
@@ -116,6 +127,46 @@ describe("maple CLI", () => {
         } finally {
             taken.close();
         }
+    });
+
+    it("reports an unexpected start-up error (a --host that does not resolve) in one line, exit 1, the stack trace only at --log-level debug", async () => {
+        // "a..b" has an empty label: the resolver refuses it without asking a DNS server, so this is
+        // fast offline too. No start-up check names it (ListenError knows taken and refused ports).
+        const env = { MAPLE_MODEL: join(tempDir, "never-read.gguf"), MAPLE_PORT: "0" };
+        const quiet = await runMaple(["serve", "--host", "a..b", "--log-level", "error"], env);
+        assert.equal(quiet.code, 1, quiet.stderr);
+        assert.equal(lines(quiet.stderr).length, 1, quiet.stderr);
+        assert.ok(!hasStackTrace(quiet.stderr), quiet.stderr);
+        assert.match(quiet.stderr, /^maple serve: could not start: getaddrinfo ENOTFOUND a\.\.b \(unexpected; run again with --log-level debug for the stack trace to report\)\n$/);
+
+        const debug = await runMaple(["serve", "--host", "a..b", "--log-level", "debug"], env);
+        assert.equal(debug.code, 1, debug.stderr);
+        assert.match(lines(debug.stderr)[0] ?? "", /^maple serve: could not start: getaddrinfo ENOTFOUND a\.\.b \(unexpected; its stack trace follows\)$/);
+        assert.ok(hasStackTrace(debug.stderr), debug.stderr);
+    });
+
+    it("reports a command that cannot load (dist/ not built) in one line, exit 1, the stack trace only at MAPLE_LOG_LEVEL=debug", async () => {
+        // The entry alone, without the dist/ it imports: a checkout that was never built.
+        const unbuilt = join(tempDir, "unbuilt");
+        await mkdir(join(unbuilt, "bin"), { recursive: true });
+        await copyFile(bin, join(unbuilt, "bin", "maple.cjs"));
+        const run = async (env: Record<string, string>): Promise<Finished> => {
+            const child = spawn(process.execPath, [join(unbuilt, "bin", "maple.cjs"), "serve"], { cwd: unbuilt, env: cleanEnv(env), stdio: ["ignore", "ignore", "pipe"] });
+            let stderr = "";
+            child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+            const [code, signal] = await once(child, "close") as [number | null, NodeJS.Signals | null];
+            return { code, signal, stdout: "", stderr };
+        };
+        const quiet = await run({});
+        assert.equal(quiet.code, 1, quiet.stderr);
+        assert.equal(lines(quiet.stderr).length, 1, quiet.stderr);
+        assert.ok(!hasStackTrace(quiet.stderr), quiet.stderr);
+        assert.match(quiet.stderr, /^maple: cannot start: Cannot find module '.*dist\/src\/cli\/main\.js'.* \(run 'npm install' in Maple's folder, which builds dist\/\)\n$/);
+
+        const debug = await run({ MAPLE_LOG_LEVEL: "debug" });
+        assert.equal(debug.code, 1, debug.stderr);
+        assert.match(lines(debug.stderr)[0] ?? "", /^maple: cannot start: .* \(its stack trace follows\)$/);
+        assert.ok(hasStackTrace(debug.stderr), debug.stderr);
     });
 
     /** A model that cannot be served: the process ends non-zero with a clear line on stderr. */
