@@ -9,6 +9,7 @@ import { StepBarrier } from "../../src/engine/stepBarrier.js";
 import type { SamplingOptions } from "../../src/engine/types.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
 import { testModelsDir } from "../helpers/testServer.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 // A plain generation (no grammar, no logprobs) steps through the addon directly after its prompt
 // (src/engine/directSteps.ts). These tests run the same seeded generations through Maple's decode
@@ -172,7 +173,7 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         const counted = withRuns(barrier);
         const first = generate(barrier, 0, await prepare(0, "Once upon a time"), { ...plain, seed: 31 }, 96, counted.steps);
         // Joins once the first is well into its run: its prompt is evaluated beside it.
-        while (counted.runs() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start");
         const second = generate(barrier, 1, await barrier.contextWork(() => prepare(1, "In a galaxy far away")), { ...plain, seed: 32 }, 32, counted.steps);
         const [a, b] = await Promise.all([first, second]);
         assert.equal(a.length, 96);
@@ -185,7 +186,7 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         const counted = withRuns(barrier);
         const tokens = await prepare(0, "Once upon a time");
         const generation = generate(barrier, 0, tokens, { ...plain, seed: 41 }, 64, counted.steps);
-        while (counted.runs() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start");
         // Exclusive work may call llama.cpp without node-llama-cpp's lock: the run's thread must be done.
         const [atStart, atEnd] = await barrier.exclusive(async () => {
             const held = sequences[0]!.nextTokenIndex;
