@@ -6,7 +6,7 @@ import { buildChatPrompt, type ChatTemplateSource, type ChatPromptRequest } from
  * and the tool definitions before the first user turn, which every session of one agent kind
  * starts with (Claude Code's system prompt and tools, which its `cache_control` breakpoints mark;
  * Codex's developer instructions; an Agents SDK agent's instructions). The prompt cache saves the
- * state there, so a new session restores it (docs/prompt-cache.md, *Shared-prefix states*).
+ * state there, so a new session restores it (docs/prompt-cache-design.md, *Shared-prefix states*).
  *
  * Found from the model's own template: the leading system messages are rendered with two
  * different user messages, and the preamble is what both renders and the prompt share (it ends

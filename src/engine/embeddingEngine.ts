@@ -69,7 +69,7 @@ export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Prom
  * node-llama-cpp 3.22.1 without patching its addon: LlamaEmbeddingContext holds one sequence, and
  * the addon's AddonContext::GetEmbedding reads `llama_get_embeddings_seq(ctx, 0)` only, so a
  * context of several sequences (or a batch of several inputs) could not read any vector but
- * sequence 0's. On the CPU it costs nothing measurable (bench/README.md, "Embeddings"): per input
+ * sequence 0's. On the CPU it costs nothing measurable (bench/NOTES.md, "Embeddings"): per input
  * Maple spends ~2-3 ms beside llama.cpp's decode, and llama-server with 4 slots batching 4
  * inputs per decode was no faster than with one slot on one thread.
  */

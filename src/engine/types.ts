@@ -188,7 +188,7 @@ export interface PromptCacheReport {
     limitBytes: Record<PromptCacheTier, number>;
     /** Restore durations (seconds) since the last call: each is reported once. */
     takeRestoreSeconds(): number[];
-    /** What the save rule weighs now (docs/prompt-cache.md, "When a save pays"). */
+    /** What the save rule weighs now (docs/prompt-cache-design.md, "When a save pays"). */
     saveRule: {
         /** Saving a token costs this share of evaluating it again, as measured. */
         saveToPrefillRatio: number;

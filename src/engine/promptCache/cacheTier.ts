@@ -111,8 +111,8 @@ export class CacheTier {
      * Deletes, before a state of `tokens` is written, the entries it will supersede, and resolves
      * once their files are gone: the write then reuses the memory they held. Memory a VM freed a
      * while ago may have been handed back to its host, and a first write into it costs ~3.5 ms per
-     * MB (a save of 80 MB 200–350 ms against 30–45 ms into memory just freed; see bench/README).
-     * Returns whether one of them was proven, which the new entry inherits.
+     * MB (a save of 80 MB 200–350 ms against 30–45 ms into memory just freed; see
+     * bench/NOTES.md). Returns whether one of them was proven, which the new entry inherits.
      */
     async dropSuperseded(tokens: readonly number[], key: string | undefined): Promise<boolean> {
         const superseded = [...this.entries.values()].filter((other) =>

@@ -1,6 +1,6 @@
 /**
- * The prompt cache's rules and their constants, as docs/prompt-cache.md explains and measures
- * them. Pure functions: SlotCachePolicy applies them to the slots and the saved entries.
+ * The prompt cache's rules and their constants, as docs/prompt-cache-design.md explains and
+ * measures them. Pure functions: SlotCachePolicy applies them to the slots and the saved entries.
  */
 
 /** A saved state is restored only when it spares at least this many more tokens than the slot's own prefix. */

@@ -47,10 +47,10 @@ interface SlotMemory {
 }
 
 /**
- * Decides what the slots keep and what the prompt cache holds (docs/prompt-cache.md): which free
- * slot a prompt goes to, when a slot's state is saved before it is reused, and whether a saved
- * state is restored or the prompt evaluated. The slots are a SlotStore and the saved states a
- * PromptCache (the storage); the rules and their constants are in cacheRules.ts.
+ * Decides what the slots keep and what the prompt cache holds (docs/prompt-cache-design.md):
+ * which free slot a prompt goes to, when a slot's state is saved before it is reused, and whether
+ * a saved state is restored or the prompt evaluated. The slots are a SlotStore and the saved
+ * states a PromptCache (the storage); the rules and their constants are in cacheRules.ts.
  */
 export class SlotCachePolicy {
     private readonly memory: SlotMemory[];
