@@ -60,13 +60,38 @@ const exposedResponseHeaders = [
 ];
 
 /** The Fastify app: auth, the one error mapper, and one plugin per route. */
-export function buildApp({ config, host, models, logger, version, shutdownSignal, responseStore }: AppOptions): FastifyInstance {
-    const app = Fastify({
+export function buildApp(options: AppOptions): FastifyInstance {
+    const { config, models } = options;
+    const app = createFastify(config, options.logger);
+    registerRequestHooks(app, config);
+    const metrics = modelMetrics(models);
+    /** The served model each request was routed to, for its 503's `model` label. */
+    const routedModel = new WeakMap<FastifyRequest, string>();
+    const servedModelOf = (request: FastifyRequest): string => routedModel.get(request) ?? models.default.id;
+    // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
+    app.addHook("onError", async (request, _reply, error) => metrics.countRejection(error, servedModelOf(request)));
+    app.addHook("onClose", async () => metrics.clear());
+    app.decorate("streamWriteDeadline", (reply: FastifyReply): WriteDeadline => ({
+        ms: config.writeTimeoutSeconds * 1000,
+        onExpired() {
+            reply.request.log.warn({ writeTimeoutSeconds: config.writeTimeoutSeconds },
+                "the client read nothing of its stream for the write timeout; closing it and cancelling its generation");
+            metrics.countWriteTimeout(servedModelOf(reply.request));
+        }
+    }));
+    keepAttributionBlocks(config.keepBillingHeader);
+    registerRoutes(app, routeContext(options, metrics, routedModel));
+    return app;
+}
+
+function createFastify(config: MapleConfig, logger: FastifyBaseLogger): FastifyInstance {
+    return Fastify({
         loggerInstance: logger,
         bodyLimit: config.maxBodyBytes,
         // A slow client (slowloris) cannot hold a connection forever: its headers must arrive
         // within headersTimeout and the whole request within requestTimeout (Node answers 408
-        // through clientErrorHandler). Neither bounds the response: a long generation streams on.
+        // through clientErrorHandler). Neither bounds the response: a long generation streams on
+        // (a stalled reader is bounded by the write deadline, --write-timeout).
         // Node checks both every connectionsCheckingInterval (default 30 s, which would let a
         // 20 s limit stretch to 50 s).
         connectionTimeout: 0,
@@ -78,11 +103,14 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
         // A URL that does not decode, and requests Node cannot parse, in OpenAI's shape like every other error.
         frameworkErrors: errorHandler,
         clientErrorHandler,
-        // Requests that arrive while closing get Maple's own OpenAI-shaped 503 (hook below).
+        // Requests that arrive while closing get Maple's own OpenAI-shaped 503 (registerRequestHooks).
         return503OnClosing: false,
         genReqId: () => Math.random().toString(36).slice(2, 10)
     });
+}
 
+/** What every request goes through before its route: errors, body parsing, CORS, the closing 503, the replica header, the API key. */
+function registerRequestHooks(app: FastifyInstance, config: MapleConfig): void {
     app.setErrorHandler(errorHandler);
     registerJsonBodyParser(app);
     if (config.corsOrigins !== undefined) {
@@ -115,7 +143,6 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
     app.setNotFoundHandler((request) => {
         throw new NotFoundError(`Unknown route: ${request.method} ${request.url.split("?")[0]}`, null, "unknown_route");
     });
-
     if (config.apiKey !== undefined) {
         const checkApiKey = createApiKeyCheck(config.apiKey);
         const open = openRoutes(config);
@@ -125,8 +152,11 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             if (!open.has(request.url.split("?")[0] ?? "")) checkApiKey(request.headers);
         });
     }
+}
 
-    const metrics = new MapleMetrics({
+/** Prometheus metrics over every served model's slots, queue and cache. */
+function modelMetrics(models: ModelRegistry): MapleMetrics {
+    return new MapleMetrics({
         readModels: () => models.all.map((entry) => {
             const chat = entry.chat.state.status === "ready" ? entry.chat.state : undefined;
             return {
@@ -138,27 +168,24 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             };
         })
     });
-    /** The served model each request was routed to, for its 503's `model` label. */
-    const routedModel = new WeakMap<FastifyRequest, string>();
-    // Every 503 (model loading, queue full, queue wait timed out) reaches the error handler through this hook.
-    app.addHook("onError", async (request, _reply, error) => metrics.countRejection(error, routedModel.get(request) ?? models.default.id));
-    app.addHook("onClose", async () => metrics.clear());
-    app.decorate("streamWriteDeadline", (reply: FastifyReply): WriteDeadline => ({
-        ms: config.writeTimeoutSeconds * 1000,
-        onExpired() {
-            reply.request.log.warn({ writeTimeoutSeconds: config.writeTimeoutSeconds },
-                "the client read nothing of its stream for the write timeout; closing it and cancelling its generation");
-            metrics.countWriteTimeout(routedModel.get(reply.request) ?? models.default.id);
-        }
-    }));
+}
 
+/** What every route is given: the config, the models and how a request takes one, the metrics, the store. */
+function routeContext({ config, host, models, version, shutdownSignal, responseStore }: AppOptions, metrics: MapleMetrics,
+    routedModel: WeakMap<FastifyRequest, string>): RouteContext {
     /** A request holds its model until its response is over (sent, or the client gone). */
     const holdUntilDone = (reply: FastifyReply, release: () => void): void => {
         if (reply.raw.writableFinished || reply.raw.destroyed) release();
         else reply.raw.once("close", release);
     };
-    keepAttributionBlocks(config.keepBillingHeader);
-    const context: RouteContext = {
+    const routeTo = (reply: FastifyReply) => (entry: { id: string }): void => void routedModel.set(reply.request, entry.id);
+    /** A model a request took: held until its response is over, and counted. */
+    const taken = <Model>(reply: FastifyReply, use: { model: Model; modelId: string; entry: { id: string }; release: () => void }) => {
+        holdUntilDone(reply, use.release);
+        metrics.countModelRequest(use.entry.id);
+        return { model: use.model, modelId: use.modelId, servedId: use.entry.id };
+    };
+    return {
         config,
         host,
         models,
@@ -180,18 +207,8 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             }
             return requested ?? models.default.id;
         },
-        async chatModel(reply, requested, signal, keepAliveMs) {
-            const use = await models.use(requested, "chat", signal, keepAliveMs, (entry) => routedModel.set(reply.request, entry.id));
-            holdUntilDone(reply, use.release);
-            metrics.countModelRequest(use.entry.id);
-            return { model: use.model, modelId: use.modelId, servedId: use.entry.id };
-        },
-        async embeddingModel(reply, requested, signal, keepAliveMs) {
-            const use = await models.use(requested, "embedding", signal, keepAliveMs, (entry) => routedModel.set(reply.request, entry.id));
-            holdUntilDone(reply, use.release);
-            metrics.countModelRequest(use.entry.id);
-            return { model: use.model, modelId: use.modelId, servedId: use.entry.id };
-        },
+        chatModel: async (reply, requested, signal, keepAliveMs) => taken(reply, await models.use(requested, "chat", signal, keepAliveMs, routeTo(reply))),
+        embeddingModel: async (reply, requested, signal, keepAliveMs) => taken(reply, await models.use(requested, "embedding", signal, keepAliveMs, routeTo(reply))),
         generationOptions(request, signal, servedId) {
             return {
                 signal,
@@ -202,6 +219,9 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
             };
         }
     };
+}
+
+function registerRoutes(app: FastifyInstance, context: RouteContext): void {
     serveUnprefixedAliases(app);
     healthRoute(app, context);
     livezRoute(app, context);
@@ -217,5 +237,4 @@ export function buildApp({ config, host, models, logger, version, shutdownSignal
     detokenizeRoute(app, context);
     metricsRoute(app, context);
     webUiRoute(app, context);
-    return app;
 }
