@@ -123,6 +123,8 @@ export interface ModelRegistryOptions {
     loadRetry?: LoadRetryBackoff;
     /** The clock (epoch ms) of the back-off and of least-recently-used; default Date.now (tests pass their own). */
     now?: () => number;
+    /** Told when an idle model's unload (MAPLE_KEEP_ALIVE) fails: nobody else awaits it. The entry is unloaded all the same. */
+    onUnloadError?: (entry: ModelEntry, error: unknown) => void;
 }
 
 /** A request's hold on a model: it is not unloaded until `release` (the response's end). */
@@ -461,7 +463,7 @@ export class ModelRegistry {
         if (keepAliveMs === undefined || entry.pinned || entry.inFlight > 0 || !entry.loaded) return;
         this.stopKeepAlive(entry);
         entry.keepAliveTimer = setTimeout(() => {
-            if (entry.inFlight === 0 && entry.loaded) void this.unloadEntry(entry);
+            if (entry.inFlight === 0 && entry.loaded) this.unloadEntry(entry).catch((error: unknown) => this.options.onUnloadError?.(entry, error));
         }, keepAliveMs);
         entry.keepAliveTimer.unref();
     }

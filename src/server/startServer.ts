@@ -71,7 +71,8 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
         keepAliveMs: config.keepAliveSeconds < 0 ? undefined : config.keepAliveSeconds * 1000,
         loadWaitMs: config.queueTimeoutSeconds * 1000,
         strict: config.strictModel,
-        loadOnDemand: config.loadOnDemand
+        loadOnDemand: config.loadOnDemand,
+        onUnloadError: (entry, error) => logger.error({ err: error, model: entry.id }, "unloading an idle model failed; it is unloaded all the same")
     });
     const host = models.default.chat;
     const shutdown = new AbortController();

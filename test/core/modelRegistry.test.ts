@@ -53,10 +53,11 @@ interface LoadCall {
     fail(error: Error): void;
 }
 
-/** One dispose of an engine the fake made: it ends when the test calls `finish`. */
+/** One dispose of an engine the fake made: it ends when the test calls `finish` (or `fail`). */
 interface DisposeCall {
     engine: string;
     finish(): void;
+    fail(error: Error): void;
 }
 
 /**
@@ -99,7 +100,7 @@ class FakeLoader implements ModelLoader {
             memoryBytes: bytes,
             unload: async () => {
                 const done = deferred();
-                this.disposes.push({ engine, finish: done.resolve });
+                this.disposes.push({ engine, finish: done.resolve, fail: done.reject });
                 await done.promise;
                 this.count(entry.id, -1);
             }
@@ -165,6 +166,32 @@ describe("the model registry: unloads", () => {
         assert.equal(engineOf(b.model), "b#2");
         b.release();
         assert.equal(loader.maxLive, 1, "never both engines in memory");
+    });
+
+    it("reports an idle model's failed unload (MAPLE_KEEP_ALIVE) instead of leaving its rejection unhandled, and loads it again on the next request", async () => {
+        const loader = new FakeLoader({ a: 60 });
+        const failures: string[] = [];
+        const unhandled: unknown[] = [];
+        const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+        process.on("unhandledRejection", onUnhandled);
+        try {
+            const registry = registryOf(["a"], loader, { keepAliveMs: 1, onUnloadError: (entry, error) => failures.push(`${entry.id}: ${(error as Error).message}`) });
+            await started(registry, loader);
+            const first = await registry.use("a", "chat", signal);
+            first.release();
+            await until("the idle model's unload", () => loader.disposes.length === 1, 5_000);
+            loader.disposes[0]!.fail(new Error("dispose failed"));
+            await until("the failure to be reported", () => failures.length === 1);
+            await settle();
+            assert.deepEqual(failures, ["a: dispose failed"]);
+            assert.deepEqual(unhandled, []);
+            const use = registry.use("a", "chat", signal);
+            await until("a's second load", () => loader.loads.length === 2 && loader.loads[1]!.roomGiven);
+            loader.loads[1]!.finish();
+            (await use).release();
+        } finally {
+            process.off("unhandledRejection", onUnhandled);
+        }
     });
 
     it("makes a request for a model being unloaded wait for the unload, then load it again: never two engines of one model", async () => {
