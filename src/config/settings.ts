@@ -70,6 +70,10 @@ export interface MapleConfig {
     swaFull: boolean;
     /** How the weights reach llama.cpp: copied into RAM (huge pages), mapped, or chosen (src/engine/weightsLoad.ts). */
     weights: "auto" | "ram" | "mmap";
+    /** llama.cpp's backend; "auto": the first GPU backend with a device and kernels for the model's weight types, else the CPU (src/engine/backendChoice.ts). */
+    gpu: "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+    /** Layers offloaded to the GPU: "auto" what fits the free VRAM, "max" all (refused when they do not fit), or a count. */
+    gpuLayers: "auto" | "max" | number;
     /** Keep Claude Code's attribution system block (src/anthropic/attributionBlocks.ts) in the prompt. */
     keepBillingHeader: boolean;
     /** Serve the built-in web chat at / (default true). */
@@ -161,6 +165,17 @@ function responsesStore(raw: string): string {
     }
     if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error(`must be memory or a redis:// or rediss:// URL, got a ${url.protocol} URL`);
     return value;
+}
+
+/** --gpu-layers: auto, max or a count of layers (node-llama-cpp's gpuLayers). */
+function gpuLayers(raw: string): "auto" | "max" | number {
+    const value = raw.trim();
+    if (value === "auto" || value === "max") return value;
+    try {
+        return integer(0, 100_000)(value);
+    } catch {
+        throw new Error(`must be auto, max or a number of layers, got "${raw}"`);
+    }
 }
 
 function corsOrigins(raw: string): string[] {
@@ -297,6 +312,13 @@ export const settings = [
         defaultText: "auto: ram when huge pages are on and the file fits in 80% of the available memory, else mmap",
         help: "How the weights reach llama.cpp: ram copies them into huge pages (faster decode on CPU, see docs/huge-pages.md), mmap maps the file (shared page cache, pageable)",
         parse: oneOf(["auto", "ram", "mmap"] as const) }),
+    define({ key: "gpu", flag: "gpu", env: "MAPLE_GPU", valueName: "auto|cuda|vulkan|metal|cpu", defaultValue: () => "auto" as const,
+        defaultText: "auto: the first of CUDA and Vulkan (Metal on a Mac) that has a device and kernels for the model's weight types, else the CPU",
+        help: "llama.cpp's backend; the start-up log says which ran and why (docs/gpu.md). An explicit backend that lacks the model's weight types still starts, with a warning",
+        parse: oneOf(["auto", "cuda", "vulkan", "metal", "cpu"] as const) }),
+    define({ key: "gpuLayers", flag: "gpu-layers", env: "MAPLE_GPU_LAYERS", valueName: "N|auto|max", defaultValue: () => "auto" as const,
+        help: "Layers offloaded to the GPU (llama-server's --n-gpu-layers): auto fits the free VRAM, max all (refused when they do not fit), N that many",
+        parse: gpuLayers }),
     define({ key: "keepBillingHeader", flag: "keep-billing-header", env: "MAPLE_KEEP_BILLING_HEADER", valueName: "BOOL", defaultValue: () => false,
         help: "Keep Claude Code's per-session x-anthropic-billing-header system block in the prompt (off: left out, so sessions share their cached preamble)",
         parse: boolean }),

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
-import { GgmlType, type LlamaModel } from "node-llama-cpp";
+import { GgmlType, type GgufTensorInfo, type LlamaModel } from "node-llama-cpp";
 import type { ModelInfo } from "./types.js";
-import { describeWeightTypes } from "./weightTypes.js";
+import { describeWeightTypes, type TensorSummary } from "./weightTypes.js";
 
 /** What the rest of Maple knows about the loaded model, from its GGUF metadata and tensors. */
 export async function describeModel(model: LlamaModel, path: string): Promise<ModelInfo> {
@@ -19,10 +19,7 @@ export async function describeModel(model: LlamaModel, path: string): Promise<Mo
         synthetic: metadata.general.synthetic === true,
         fileSizeBytes: (await stat(path)).size,
         parameterCount: model.fileInsights.totalParameters || undefined,
-        dtype: describeWeightTypes(tensors.map((tensor) => ({
-            name: tensor.name, type: GgmlType[tensor.ggmlType] ?? String(tensor.ggmlType),
-            elements: tensor.dimensions.reduce<number>((product, size) => product * Number(size), 1)
-        }))),
+        dtype: describeWeightTypes(tensorSummaries(tensors)),
         trainContextSize: model.trainContextSize,
         slidingWindow: slidingWindowOf(model),
         vocabularySize,
@@ -30,6 +27,14 @@ export async function describeModel(model: LlamaModel, path: string): Promise<Mo
         bosToken: model.tokens.bosString ?? "",
         eosToken: model.tokens.eosString ?? ""
     };
+}
+
+/** A GGUF tensor table as the weight-type rules read it: each tensor's name, type name and element count. */
+export function tensorSummaries(tensors: readonly GgufTensorInfo[]): TensorSummary[] {
+    return tensors.map((tensor) => ({
+        name: tensor.name, type: GgmlType[tensor.ggmlType] ?? String(tensor.ggmlType),
+        elements: tensor.dimensions.reduce<number>((product, size) => product * Number(size), 1)
+    }));
 }
 
 /** The model's sliding attention window in tokens (GGUF `ARCH.attention.sliding_window`), 0 when it has none. */

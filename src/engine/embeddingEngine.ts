@@ -1,7 +1,9 @@
 import { type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { ContextLengthExceededError } from "../errors.js";
 import { describeModel } from "./describeModel.js";
-import { openLlama, type LlamaLog } from "./openLlama.js";
+import type { LlamaLog } from "./openLlama.js";
+import { openBackend } from "./openBackend.js";
+import type { GpuSetting } from "./backendChoice.js";
 import type { ModelInfo } from "./types.js";
 import { weightsLoadFor, type WeightsSetting } from "./weightsLoad.js";
 
@@ -13,6 +15,9 @@ export interface EmbeddingEngineOptions {
     batchSize: number;
     /** How the weights reach llama.cpp (chooseWeightsLoad); default "auto". */
     weights?: WeightsSetting;
+    /** llama.cpp's backend and the layers offloaded (MAPLE_GPU, MAPLE_GPU_LAYERS); default "auto" for both. */
+    gpu?: GpuSetting;
+    gpuLayers?: "auto" | "max" | number;
     signal?: AbortSignal;
     onLoadProgress?: (fraction: number) => void;
     onLog?: LlamaLog;
@@ -32,6 +37,8 @@ export interface EmbeddingEngine {
     /** Longest input, in tokens. */
     readonly contextSize: number;
     readonly loadSeconds: number;
+    /** The backend ("cpu", "cuda", "vulkan", "metal") and the layers it holds, e.g. "vulkan, 5/5 layers". */
+    readonly device: string;
     tokenize(text: string): number[];
     isValidToken(token: number): boolean;
     /** Embeds each input in turn (text, or token ids); the signal stops between inputs. */
@@ -45,10 +52,12 @@ export interface EmbeddingEngine {
  */
 export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Promise<EmbeddingEngine> {
     const startedAt = performance.now();
-    const llama = await openLlama(options.threads, options.onLog);
-    const weights = await weightsLoadFor(options.modelPath, options.weights, llama.gpu === false);
+    const { llama, choice } = await openBackend(options.modelPath, { gpu: options.gpu ?? "auto", threads: options.threads, onLog: options.onLog });
+    const onDevice = choice.backend !== "cpu" && choice.devices.length > 0;
+    const weights = await weightsLoadFor(options.modelPath, options.weights, !onDevice);
     const model = await llama.loadModel({
-        modelPath: options.modelPath, useMmap: weights.useMmap, gpuLayers: llama.gpu === false ? 0 : "auto", onLoadProgress: options.onLoadProgress, loadSignal: options.signal
+        modelPath: options.modelPath, useMmap: weights.useMmap, gpuLayers: onDevice ? options.gpuLayers ?? "auto" : 0,
+        onLoadProgress: options.onLoadProgress, loadSignal: options.signal
     });
     try {
         // Unset (the chat models' fitted default): the embedding model's own training context.
@@ -57,7 +66,8 @@ export async function loadEmbeddingEngine(options: EmbeddingEngineOptions): Prom
         const context = await model.createEmbeddingContext({
             contextSize, batchSize: Math.min(options.batchSize, contextSize), threads: options.threads, createSignal: options.signal
         });
-        return new LlamaEmbeddingEngine(model, context, await describeModel(model, options.modelPath), contextSize, (performance.now() - startedAt) / 1000);
+        const device = `${choice.backend}, ${model.gpuLayers}/${model.fileInsights.totalLayers} layers`;
+        return new LlamaEmbeddingEngine(model, context, await describeModel(model, options.modelPath), contextSize, (performance.now() - startedAt) / 1000, device);
     } catch (error) {
         await model.dispose();
         throw error;
@@ -82,7 +92,8 @@ class LlamaEmbeddingEngine implements EmbeddingEngine {
         private readonly context: LlamaEmbeddingContext,
         readonly model: ModelInfo,
         readonly contextSize: number,
-        readonly loadSeconds: number
+        readonly loadSeconds: number,
+        readonly device: string
     ) {}
 
     get dimensions(): number {

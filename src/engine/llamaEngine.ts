@@ -4,7 +4,9 @@ import type {
     Engine, EngineGrammar, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo, PromptCacheReport, RuntimeInfo
 } from "./types.js";
 import { decodeLoop } from "./decodeLoop.js";
-import { openLlama, type LlamaLog } from "./openLlama.js";
+import type { LlamaLog } from "./openLlama.js";
+import { openBackend } from "./openBackend.js";
+import type { GpuSetting } from "./backendChoice.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { fitContextSize } from "./contextFit.js";
@@ -40,8 +42,10 @@ export interface LlamaEngineOptions {
     /** Sequences that generate at once in the one llama.cpp context. */
     slots: number;
     batchSize: number;
-    /** "auto" picks a GPU build when one loads, else the CPU. */
-    gpu?: "auto" | false;
+    /** llama.cpp's backend (MAPLE_GPU); default "auto": chooseBackend's pick for the model's weight types. */
+    gpu?: GpuSetting;
+    /** Layers offloaded to a GPU (MAPLE_GPU_LAYERS): node-llama-cpp's gpuLayers; default "auto" (what fits the free VRAM). */
+    gpuLayers?: "auto" | "max" | number;
     onLoadProgress?: (fraction: number) => void;
     signal?: AbortSignal;
     /** llama.cpp's own log lines (warnings and errors only). */
@@ -85,12 +89,13 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         options.onLog?.("warn", "node-llama-cpp is not patched (was npm install run with --ignore-scripts?): run `node scripts/patch-node-llama-cpp.js`; "
         + "without it a sampling error (e.g. a grammar that logit_bias leaves unsatisfiable) ends the process");
     }
-    const llama = await openLlama(options.threads, options.onLog, options.gpu);
-    const weights = await weightsLoadFor(options.modelPath, options.weights, llama.gpu === false);
+    const { llama, choice } = await openBackend(options.modelPath, { gpu: options.gpu ?? "auto", threads: options.threads, onLog: options.onLog });
+    const onDevice = choice.backend !== "cpu" && choice.devices.length > 0;
+    const weights = await weightsLoadFor(options.modelPath, options.weights, !onDevice);
     const model = await llama.loadModel({
         modelPath: options.modelPath,
         useMmap: weights.useMmap,
-        gpuLayers: llama.gpu === false ? 0 : "auto",
+        gpuLayers: onDevice ? options.gpuLayers ?? "auto" : 0,
         onLoadProgress: options.onLoadProgress,
         loadSignal: options.signal
     });
@@ -145,7 +150,11 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
         }
         const loadSeconds = (performance.now() - startedAt) / 1000;
         return new LlamaEngine(llama, model, context, sequences, swaFullCache ? 0 : slidingWindow, cache, report, await describeModel(model, options.modelPath), {
-            device: llama.gpu === false ? "cpu" : llama.gpu,
+            device: choice.backend,
+            deviceNames: choice.devices,
+            deviceReason: choice.reason,
+            gpuLayers: model.gpuLayers,
+            modelLayers: model.fileInsights.totalLayers,
             threads: options.threads,
             contextSize: slotContextSize,
             slots: options.slots,

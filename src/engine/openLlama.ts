@@ -1,4 +1,5 @@
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
+import type { GpuBackend } from "./backendChoice.js";
 
 export type LlamaLog = (level: "warn" | "error", message: string) => void;
 
@@ -14,11 +15,12 @@ const opened = new Map<string, Promise<Llama>>();
 let sink: LlamaLog | undefined;
 
 /**
- * node-llama-cpp's binding of llama.cpp as Maple uses it: a prebuilt GPU build when one loads, else
- * the CPU; `threads` at most; llama.cpp's warnings and errors to `onLog` (the latest one given),
- * nothing else. The same Llama for every call with the same `threads` and `gpu`.
+ * node-llama-cpp's binding of llama.cpp as Maple uses it: the build of `gpu` (false: the CPU; which
+ * backend a model gets is openBackend's choice), `threads` at most; llama.cpp's warnings and
+ * errors to `onLog` (the latest one given), nothing else. The same Llama for every call with the
+ * same `threads` and `gpu`.
  */
-export function openLlama(threads: number, onLog: LlamaLog | undefined, gpu: "auto" | false = "auto"): Promise<Llama> {
+export function openLlama(threads: number, onLog: LlamaLog | undefined, gpu: GpuBackend | false = false): Promise<Llama> {
     if (onLog !== undefined) sink = onLog;
     const key = `${threads}/${String(gpu)}`;
     const cached = opened.get(key);

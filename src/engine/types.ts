@@ -29,8 +29,15 @@ export interface ModelInfo {
 }
 
 export interface RuntimeInfo {
-    /** "cpu", "cuda", "vulkan" or "metal". */
+    /** The llama.cpp build that runs the model: "cpu", "cuda", "vulkan" or "metal" (MAPLE_GPU, chooseBackend). */
     device: string;
+    /** The GPU build's devices, e.g. ["NVIDIA GeForce RTX 4090"]; empty on the CPU, or when the GPU build found none. */
+    deviceNames: readonly string[];
+    /** Why this backend (chooseBackend's reason: the setting, or what "auto" passed over). */
+    deviceReason: string;
+    /** Layers offloaded to the GPU (llama.cpp's n_gpu_layers; 0 on the CPU) out of `modelLayers` (the blocks and the output layer). */
+    gpuLayers: number;
+    modelLayers: number;
     threads: number;
     /** Context window of each slot, in tokens. */
     contextSize: number;

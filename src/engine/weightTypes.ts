@@ -23,3 +23,14 @@ export function describeWeightTypes(tensors: readonly TensorSummary[]): string {
         .slice(0, 3)
         .join(" + ");
 }
+
+/** Each weight type's share of the model's parameters (0–1), largest first: what a backend's kernels must cover. */
+export function weightTypeShares(tensors: readonly TensorSummary[]): { type: string; share: number }[] {
+    const byType = new Map<string, number>();
+    let total = 0;
+    for (const tensor of tensors) {
+        byType.set(tensor.type, (byType.get(tensor.type) ?? 0) + tensor.elements);
+        total += tensor.elements;
+    }
+    return [...byType.entries()].map(([type, elements]) => ({ type, share: total === 0 ? 0 : elements / total })).sort((a, b) => b.share - a.share);
+}

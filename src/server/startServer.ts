@@ -11,7 +11,8 @@ import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine
 import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";
-import { openLlama, type LlamaLog } from "../engine/openLlama.js";
+import type { LlamaLog } from "../engine/openLlama.js";
+import { BackendUnavailableError, openBackend } from "../engine/openBackend.js";
 import { storedModelLookup } from "../models/modelStore.js";
 import { servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js";
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
@@ -210,9 +211,12 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 entry.file = resolve(model.path);
                 const modelFileBytes = (await stat(model.path)).size;
                 const onLog: LlamaLog = (level, message) => logger[level]({ source: "llama.cpp", model: entry.id }, message);
+                // The backend is chosen from the file's weight types before anything loads (chooseBackend).
+                const { llama, choice } = await openBackend(model.path, { gpu: config.gpu, threads: config.threads, onLog });
+                for (const warning of choice.warnings) logger.warn({ model: entry.id, device: choice.backend }, warning);
                 const facts = await readModelFileFacts(model.path, {
                     contextSize: config.contextSize, slots: config.parallel, batchSize: config.batchSize, swaFullCache: config.swaFull, kvBudgetBytes: kvBudgetBytes(config, modelFileBytes)
-                }, await openLlama(config.threads, onLog));
+                }, llama);
                 entry.purpose = facts.purpose;
                 entry.host.setLoading("loading", 0);
                 await makeRoom(facts.memoryBytes);
@@ -225,10 +229,10 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                 if (facts.purpose === "embedding") {
                     const embedder = await loadEmbeddingEngine({
                         modelPath: model.path, threads: config.threads, contextSize: config.contextSize, batchSize: config.batchSize, weights: config.weights,
-                        signal, onLoadProgress, onLog
+                        gpu: config.gpu, gpuLayers: config.gpuLayers, signal, onLoadProgress, onLog
                     });
                     entry.embedding.setReady({ embedder, source: model.source });
-                    logger.info({ model: entry.id, dimensions: embedder.dimensions, synthetic: embedder.model.synthetic, loadSeconds: embedder.loadSeconds },
+                    logger.info({ model: entry.id, dimensions: embedder.dimensions, synthetic: embedder.model.synthetic, device: embedder.device, loadSeconds: embedder.loadSeconds },
                         "embedding model ready");
                     return { memoryBytes: facts.memoryBytes, unload: () => embedder.dispose() };
                 }
@@ -242,6 +246,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     promptCache: promptCacheSettings(config, modelFileBytes),
                     swaFullCache: config.swaFull,
                     weights: config.weights,
+                    gpu: config.gpu,
+                    gpuLayers: config.gpuLayers,
                     signal,
                     onLoadProgress,
                     onLog
@@ -252,7 +258,8 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
                     contextSize: engine.runtime.contextSize, contextReason: engine.runtime.contextReason, kvBytesPerSlot: engine.runtime.kvBytesPerSlot,
                     slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
-                    device: engine.runtime.device, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds,
+                    device: engine.runtime.device, deviceNames: engine.runtime.deviceNames, deviceReason: engine.runtime.deviceReason,
+                    gpuLayers: `${engine.runtime.gpuLayers}/${engine.runtime.modelLayers}`, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds,
                     weights: engine.runtime.weights, weightsReason: engine.runtime.weightsReason
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
@@ -262,7 +269,7 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
             } catch (error) {
                 entry.host.setFailed(error as Error);
                 // A bad model spec is the user's mistake: one clear line, no stack trace.
-                if (error instanceof ModelSpecError || error instanceof ContextDoesNotFitError) logger.error(error.message);
+                if (error instanceof ModelSpecError || error instanceof ContextDoesNotFitError || error instanceof BackendUnavailableError) logger.error(error.message);
                 else if (error instanceof NoRoomAtStartError) logger.info(error.message);
                 else if (!signal.aborted) logger.error({ err: error, model: entry.id }, "the model failed to load");
                 throw error;

@@ -66,4 +66,17 @@ describe("maple serve's flags", () => {
             assert.equal(on[setting.key], true, `--${setting.flag}`);
         }
     });
+
+    it("takes --gpu and --gpu-layers (and MAPLE_GPU, MAPLE_GPU_LAYERS): a backend, and auto, max or a count of layers", () => {
+        assert.equal(configOf([]).gpu, "auto");
+        assert.equal(configOf([]).gpuLayers, "auto");
+        assert.equal(configOf(["--gpu", "vulkan", "--gpu-layers", "12"]).gpuLayers, 12);
+        assert.equal(configOf(["--gpu=cpu"]).gpu, "cpu");
+        assert.equal(configOf(["--gpu-layers", "max"]).gpuLayers, "max");
+        assert.equal(configOf(["--gpu-layers", "0"]).gpuLayers, 0);
+        assert.deepEqual(resolveConfig({}, { MAPLE_GPU: "cuda", MAPLE_GPU_LAYERS: "auto" }).gpu, "cuda");
+        assert.throws(() => configOf(["--gpu", "rocm"]), /^ConfigError: --gpu must be one of auto, cuda, vulkan, metal, cpu, got "rocm"$/);
+        assert.throws(() => configOf(["--gpu-layers", "all"]), /^ConfigError: --gpu-layers must be auto, max or a number of layers, got "all"$/);
+        assert.throws(() => resolveConfig({}, { MAPLE_GPU_LAYERS: "-1" }), /^ConfigError: MAPLE_GPU_LAYERS must be auto, max or a number of layers, got "-1"$/);
+    });
 });

@@ -20,7 +20,7 @@ describe("KV bytes per slot", () => {
     let maplePath: string;
     before(async () => {
         maplePath = (await resolveModel("synthetic:maple-tiny", { modelsDir: testModelsDir })).path;
-        const load = async (path: string): Promise<Engine> => loadLlamaEngine({ modelPath: path, threads: 1, contextSize: 4096, slots: 1, batchSize: 512, gpu: false });
+        const load = async (path: string): Promise<Engine> => loadLlamaEngine({ modelPath: path, threads: 1, contextSize: 4096, slots: 1, batchSize: 512, gpu: "cpu" });
         maple = await load(maplePath);
         qwen = await load((await resolveModel("synthetic:qwen3-tiny", { modelsDir: testModelsDir })).path);
     });

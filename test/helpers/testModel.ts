@@ -1,3 +1,4 @@
+import type { GpuSetting } from "../../src/engine/backendChoice.js";
 import { loadLlamaEngine } from "../../src/engine/llamaEngine.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
 import { readyModel } from "../../src/server/startServer.js";
@@ -9,12 +10,13 @@ export interface TestModel extends AsyncDisposable, ReadyModel {
 }
 
 /**
- * The real engine on synthetic maple-tiny (one thread, a 1024-token context per slot) with the
- * scheduler a server would give it, without the HTTP server: for the core's unit tests.
+ * The real engine on synthetic maple-tiny (one thread, a 1024-token context per slot, the CPU
+ * unless `gpu` says otherwise) with the scheduler a server would give it, without the HTTP
+ * server: for the core's unit tests.
  */
-export async function loadTestModel(options: { slots?: number } = {}): Promise<TestModel> {
+export async function loadTestModel(options: { slots?: number; gpu?: GpuSetting } = {}): Promise<TestModel> {
     const model = await resolveModel("synthetic:maple-tiny", { modelsDir: testModelsDir });
-    const engine = await loadLlamaEngine({ modelPath: model.path, threads: 1, contextSize: 1024, slots: options.slots ?? 2, batchSize: 512 });
+    const engine = await loadLlamaEngine({ modelPath: model.path, threads: 1, contextSize: 1024, slots: options.slots ?? 2, batchSize: 512, gpu: options.gpu ?? "cpu" });
     const ready = readyModel(engine, { maxQueueDepth: 8, queueTimeoutSeconds: 60 }, model.source, "test");
     const dispose = (): Promise<void> => engine.dispose();
     return { ...ready, dispose, [Symbol.asyncDispose]: dispose };

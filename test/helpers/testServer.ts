@@ -18,7 +18,8 @@ export interface TestServer extends RunningServer {
 
 /**
  * A real Maple server on a loopback port with the real engine on a synthetic model. One thread:
- * test files run one at a time, but a file may start more than one engine.
+ * test files run one at a time, but a file may start more than one engine. On the CPU build (the
+ * patched addon) whatever GPU the machine has: test/gpu/ runs a subset with `gpu: "vulkan"`.
  */
 export async function startTestServer(overrides: Partial<MapleConfig> = {}, options: { waitReady?: boolean; logStream?: NodeJS.WritableStream } = {}): Promise<TestServer> {
     const config = defaultConfig({
@@ -28,6 +29,7 @@ export async function startTestServer(overrides: Partial<MapleConfig> = {}, opti
         modelsDir: testModelsDir,
         threads: 1,
         contextSize: 1024,
+        gpu: "cpu",
         logLevel: "silent",
         ...overrides
     });

@@ -12,6 +12,9 @@ interface Health {
     model: string;
     model_path: string;
     device: string;
+    device_names: string[];
+    gpu_layers: number;
+    model_layers: number;
     dtype: string;
     attention: string;
     load_seconds: number;
@@ -63,13 +66,18 @@ describe("GET /health", () => {
         const response = await server.request("/health");
         assert.equal(response.status, 200);
         const health = await response.json() as Health;
-        for (const field of ["status", "model", "model_path", "device", "dtype", "attention", "load_seconds", "queue_depth", "active", "version"]) {
+        for (const field of ["status", "model", "model_path", "device", "device_names", "gpu_layers", "model_layers", "dtype", "attention", "load_seconds",
+            "queue_depth", "active", "version"]) {
             assert.ok(field in health, `missing ${field}`);
         }
         assert.equal(health.status, "ok");
         assert.equal(health.model, "maple-health-test");
         assert.equal(health.model_path, "synthetic:maple-tiny");
         assert.equal(health.device, "cpu");
+        assert.deepEqual(health.device_names, []);
+        assert.equal(health.gpu_layers, 0);
+        // maple-tiny's 4 blocks and its output layer, as llama.cpp counts n_gpu_layers.
+        assert.equal(health.model_layers, 5);
         assert.equal(health.synthetic, true);
         assert.equal(health.version, packageJson.version);
         assert.equal(health.queue_depth, 0);
