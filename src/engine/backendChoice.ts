@@ -120,3 +120,15 @@ export function keepBackend(first: BackendChoice, weights: readonly WeightTypeSh
     ];
     return { backend: first.backend, devices: first.devices, reason: `auto: ${backendNames[first.backend]}, as chosen for the first model`, warnings };
 }
+
+/**
+ * Whether flash attention must stay off on these devices. Mesa's CPU Vulkan driver, lavapipe
+ * ("llvmpipe ..."; Debian 12's Mesa 22.3.6), crashes (SIGSEGV on its queue thread, inside
+ * libvulkan_lvp.so) in the bundled llama.cpp's Vulkan flash attention: on maple-tiny, a one-token
+ * decode after a 64-token prompt crashed in 8 runs of 8, and in none of 8 with flash attention off
+ * (it crashes from about 20 cached tokens); qwen3-tiny did not crash (0 of 8). Lavapipe is for
+ * testing the GPU path, and the standard attention runs it.
+ */
+export function flashAttentionCrashes(devices: readonly string[]): boolean {
+    return devices.some((name) => name.startsWith("llvmpipe"));
+}

@@ -6,7 +6,7 @@ import type {
 import { decodeLoop } from "./decodeLoop.js";
 import type { LlamaLog } from "./openLlama.js";
 import { openBackend } from "./openBackend.js";
-import type { GpuSetting } from "./backendChoice.js";
+import { flashAttentionCrashes, type GpuSetting } from "./backendChoice.js";
 import { describeModel, slidingWindowOf } from "./describeModel.js";
 import { GrammarCache } from "./grammarCache.js";
 import { fitContextSize } from "./contextFit.js";
@@ -91,6 +91,8 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
     }
     const { llama, choice } = await openBackend(options.modelPath, { gpu: options.gpu ?? "auto", threads: options.threads, onLog: options.onLog });
     const onDevice = choice.backend !== "cpu" && choice.devices.length > 0;
+    const flashAttentionOff = onDevice && flashAttentionCrashes(choice.devices);
+    if (flashAttentionOff) options.onLog?.("warn", "flash attention off: Mesa's lavapipe crashes in llama.cpp's Vulkan flash attention (docs/gpu.md)");
     const weights = await weightsLoadFor(options.modelPath, options.weights, !onDevice);
     const model = await llama.loadModel({
         modelPath: options.modelPath,
@@ -120,7 +122,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             swaFullCache,
             // llama.cpp's own tools default to flash attention where supported (llama-bench: auto);
             // node-llama-cpp defaults it off, which cost prefill speed (measured on maple-preview).
-            flashAttention: model.flashAttentionSupported,
+            flashAttention: model.flashAttentionSupported && !flashAttentionOff,
             createSignal: options.signal
         });
         timeNativeSaves(context);
