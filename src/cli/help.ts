@@ -16,7 +16,8 @@ export function serveHelp(): string {
     for (const setting of settings as readonly SettingDefinition[]) {
         const defaultValue = setting.defaultText ?? String(setting.defaultValue());
         const usage = isSwitch(setting) ? `--[no-]${setting.flag}` : `--${setting.flag} ${setting.valueName}`;
-        lines.push(`  ${usage}`.padEnd(34) + setting.help);
+        // At least one space between the usage and its help, when the usage is as wide as the column (--gpu auto|cuda|vulkan|metal|cpu).
+        lines.push(`  ${usage}`.padEnd(33) + " " + setting.help);
         lines.push(" ".repeat(34) + `[${setting.env}] default: ${defaultValue}`);
     }
     lines.push("  -h, --help".padEnd(34) + "Show this help");

@@ -314,7 +314,7 @@ export const settings = [
         parse: oneOf(["auto", "ram", "mmap"] as const) }),
     define({ key: "gpu", flag: "gpu", env: "MAPLE_GPU", valueName: "auto|cuda|vulkan|metal|cpu", defaultValue: () => "auto" as const,
         defaultText: "auto: the first of CUDA and Vulkan (Metal on a Mac) that has a device and kernels for the model's weight types, else the CPU",
-        help: "llama.cpp's backend; the start-up log says which ran and why (docs/gpu.md). An explicit backend that lacks the model's weight types still starts, with a warning",
+        help: "The llama.cpp build that runs the model; the start-up log says which ran and why (docs/gpu.md). An explicit one that lacks kernels for the model's weight types still starts, with a warning",
         parse: oneOf(["auto", "cuda", "vulkan", "metal", "cpu"] as const) }),
     define({ key: "gpuLayers", flag: "gpu-layers", env: "MAPLE_GPU_LAYERS", valueName: "N|auto|max", defaultValue: () => "auto" as const,
         help: "Layers offloaded to the GPU (llama-server's --n-gpu-layers): auto fits the free VRAM, max all (refused when they do not fit), N that many",
