@@ -103,10 +103,24 @@ function preambleTokenCount(engine: Engine, source: ChatTemplateSource, request:
  * not tell; the engine then assumes a few tokens before the end.
  */
 function nextTurnPrefixTokens(engine: Engine, source: ChatTemplateSource, request: ChatPromptRequest, prompt: string, promptTokens: readonly number[]): number | undefined {
-    const shared = nextTurnSharedCharacters(source, request, prompt);
-    if (shared === undefined) return undefined;
-    const rest = prompt.slice(shared);
-    return Math.max(0, promptTokens.length - (rest === "" ? 0 : engine.tokenize(rest, { specialTokens: true }).length));
+    return tokensBefore(engine, prompt, promptTokens, nextTurnSharedCharacters(source, request, prompt));
+}
+
+/**
+ * How many of the prompt's tokens lie wholly before its character `characters`: counted back from
+ * the end by each token's bytes, so a point inside a token (`<t` of `<think>`, where the next
+ * turn renders `<tool_call>`) counts only the tokens before that one. Tokenizing the rest on its
+ * own instead gave a point one token short in that case, where no saved state or checkpoint was.
+ */
+function tokensBefore(engine: Engine, prompt: string, promptTokens: readonly number[], characters: number | undefined): number | undefined {
+    if (characters === undefined) return undefined;
+    const restBytes = Buffer.byteLength(prompt.slice(characters), "utf8");
+    let before = promptTokens.length;
+    for (let tail = 0; tail < restBytes && before > 0;) {
+        before -= 1;
+        tail += engine.tokenPiece(promptTokens[before]!).bytes.length;
+    }
+    return before;
 }
 
 /** Starts a raw completion (no template, no parsing); resolves and rejects as `startChatGeneration`. */
