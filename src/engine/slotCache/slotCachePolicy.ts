@@ -44,6 +44,8 @@ interface SlotMemory {
     saved: CacheEntry | undefined;
     /** How many of its last prompt's tokens the conversation's next prompt will repeat. */
     turnPrefix: number | undefined;
+    /** Inside a tool loop: how many the user's next message will repeat, where the loop began (see GenerationRequest.loopStartPrefix). */
+    loopStart: number | undefined;
 }
 
 /**
@@ -73,7 +75,7 @@ export class SlotCachePolicy {
     private readonly returns: ReturnOdds;
 
     constructor(private readonly options: SlotCachePolicyOptions) {
-        this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
+        this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined, loopStart: undefined }));
         // Settled after two slots' worth of others left: an agents run's finished sessions count as gone within a few new ones.
         this.returns = new ReturnOdds(minimumRestoreGain, Math.max(minimumSettleAfter, 2 * options.store.slots));
     }
@@ -111,20 +113,23 @@ export class SlotCachePolicy {
      * (its generation evaluates the rest). At least one prompt token is always evaluated again,
      * since sampling needs the logits of the prompt's last position. With `checkpointAfterPrompt`,
      * the generation keeps a checkpoint once the prompt is evaluated, if it goes on past it.
+     * `loopStart` (a tool loop's, see GenerationRequest.loopStartPrefix): the conversation's saved
+     * state there outlasts the loop's later states, and the slot's checkpoint there its later ones.
      */
     async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
-        preamble?: number): Promise<PreparedSlot> {
+        preamble?: number, loopStart?: number): Promise<PreparedSlot> {
         const { cache } = this.options;
         const releasePreamble = cache !== undefined && preamble !== undefined ? await this.claimPreamble(slot, prompt, preamble, cache) : undefined;
         try {
-            return await this.prepareClaimed(slot, prompt, key, nextTurnPrefix, releasePreamble === undefined ? undefined : preamble, preamble);
+            return await this.prepareClaimed(slot, prompt, key, { nextTurnPrefix, loopStart }, releasePreamble === undefined ? undefined : preamble, preamble);
         } finally {
             releasePreamble?.();
         }
     }
 
     /** `prepare`, with `savedPreamble` the preamble this request saves if it pays (it holds the claim to). */
-    private async prepareClaimed(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
+    private async prepareClaimed(slot: number, prompt: readonly number[], key: string | undefined,
+        { nextTurnPrefix, loopStart }: { nextTurnPrefix: number | undefined; loopStart: number | undefined },
         savedPreamble: number | undefined, preamble: number | undefined): Promise<PreparedSlot> {
         const { store, cache } = this.options;
         const memory = this.memoryOf(slot);
@@ -159,10 +164,15 @@ export class SlotCachePolicy {
         memory.key = key;
         const turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
         memory.turnPrefix = turnPrefix;
+        memory.loopStart = loopStart;
         const shared = this.reusablePrefix(slot, prompt, limit);
         if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
         // The store holds fewer when the KV cells could not be removed: those are evaluated again.
         const cached = Math.min(shared, store.tokenCount(slot));
+        // A tool loop's turns each keep a checkpoint near their end (below), and the store keeps a
+        // few: without this, a loop of a few calls pruned the one at the loop's start (and the
+        // preamble's), which the user's next message needs.
+        if (loopStart !== undefined && cached >= loopStart) await store.keepCheckpointsTo?.(slot, loopStart);
         let held = cached;
         if (cache !== undefined && savedPreamble !== undefined && this.preambleWanted(prompt, cached, savedPreamble, cache)) {
             held = await this.savePreamble(slot, prompt, cached, savedPreamble, cache);
@@ -202,8 +212,8 @@ export class SlotCachePolicy {
     }
 
     /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
-    copied(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): void {
-        this.memory[slot] = { key, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix) };
+    copied(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined, loopStart?: number): void {
+        this.memory[slot] = { key, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix), loopStart };
     }
 
     /** At shutdown, with a disk tier (it outlives the process), saves what each slot holds unsaved, so a restart resumes it. */
@@ -258,12 +268,14 @@ export class SlotCachePolicy {
     private async saveSlotStates(slot: number, cache: PromptCache, keep: number): Promise<void> {
         const { store, costs } = this.options;
         const memory = this.memoryOf(slot);
+        // Inside a tool loop the conversation's state at the loop's start stays for its next user message.
+        const loopStart = memory.loopStart;
         const save = (): Promise<CacheEntry | undefined> =>
             cache.save(store.tokens(slot), memory.key, async (file) => {
                 const { bytes, milliseconds } = await store.save(slot, file);
                 costs.noteSave(store.tokenCount(slot), milliseconds);
                 return bytes;
-            });
+            }, { loopStart });
         const held = store.tokenCount(slot);
         const turnStart = memory.turnPrefix ?? 0;
         const planned = savePlan(held, keep, turnStart, this.options.slidingWindow);
