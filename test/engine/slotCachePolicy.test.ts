@@ -306,6 +306,29 @@ describe("SlotCachePolicy: shared-prefix states", () => {
         assert.equal(store.loads, 0);
     });
 
+    it("on a sliding-window model, saves also where a session's preamble parts from another's saved one, and a third session parting there restores it", async () => {
+        // Three users: a 300-token system prompt and tools that differ from token 200 on (a per-user path inside the system prompt).
+        const userSession = (user: number): number[] => [
+            ...Array.from({ length: 200 }, (_, index) => 5000 + index), ...Array.from({ length: 100 }, (_, index) => 100_000 * user + index), ...conversation(user, 60)
+        ];
+        const { store, policy } = await setUp(3, { slidingWindow: 128 });
+        assert.deepEqual(await policy.prepare(0, userSession(1), "user:1", undefined, 300), { cached: 0, held: 300, checkpointAfterPrompt: false });
+        // The second user's entries-to-be: 200 tokens any later user shares, then its own 300.
+        assert.deepEqual(await policy.prepare(1, userSession(2), "user:2", undefined, 300), { cached: 0, held: 300, checkpointAfterPrompt: false });
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 200, 300]);
+        assert.deepEqual(await policy.prepare(2, userSession(3), "user:3", undefined, 300), { cached: 200, held: 300, checkpointAfterPrompt: false });
+        assert.equal(store.loads, 1);
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 200, 300, 300]);
+    });
+
+    it("does not save where preambles part on a full-attention model, whose entries serve any prefix of theirs", async () => {
+        const { store, policy } = await setUp(2);
+        const preambleOf = (user: number): number[] => [...Array.from({ length: 200 }, (_, index) => 5000 + index), ...Array.from({ length: 100 }, (_, index) => 100_000 * user + index)];
+        await policy.prepare(0, [...preambleOf(1), ...conversation(1, 60)], undefined, undefined, 300);
+        assert.equal((await policy.prepare(1, [...preambleOf(2), ...conversation(2, 60)], undefined, undefined, 300)).cached, 200);
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 300]);
+    });
+
     it("saves nothing without a cache, for a preamble the slot holds already, or one that leaves no token to evaluate", async () => {
         const none = await setUp(1, { cache: false });
         assert.deepEqual(await none.policy.prepare(0, session(1), undefined, undefined, 300), { cached: 0, held: 0, checkpointAfterPrompt: false });

@@ -152,6 +152,17 @@ export class CacheTier {
         return best;
     }
 
+    /**
+     * The most of the prompt's first `limit` tokens an entry holds, whether or not it serves them
+     * (a sliding-window model's entry serves a prompt only when that is exact): where the prompt
+     * parts from every saved state.
+     */
+    longestShared(prompt: readonly number[], limit: number): number {
+        let longest = 0;
+        for (const entry of this.entries.values()) longest = Math.max(longest, sharedPrefixLength(entry.tokens, prompt, limit));
+        return longest;
+    }
+
     /** Whether the entry, cut back to `shared` tokens, holds every KV cell the next position attends to (see the constructor). */
     private servesExactly(entry: CacheEntry, shared: number): boolean {
         return this.slidingWindow === 0 || entry.tokens.length <= this.slidingWindow || shared >= entry.tokens.length - 1;

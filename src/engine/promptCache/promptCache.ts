@@ -107,6 +107,11 @@ export class PromptCache {
         return best;
     }
 
+    /** The most of the prompt's first `limit` tokens any entry holds, whether or not it serves them (see CacheTier.longestShared). */
+    longestShared(prompt: readonly number[], limit: number): number {
+        return Math.max(0, ...this.tiers.map((tier) => tier.longestShared(prompt, limit)));
+    }
+
     /** Records a prompt no entry served (see CacheTier.noteMiss). */
     noteMiss(prompt: readonly number[], limit: number): void {
         for (const tier of this.tiers) tier.noteMiss(prompt, limit);

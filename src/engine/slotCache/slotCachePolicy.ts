@@ -306,19 +306,48 @@ export class SlotCachePolicy {
         return worthSaving(preamble - Math.max(held, cached), preamble, this.saveToPrefillRatio());
     }
 
-    /** Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no conversation's), and returns the tokens the slot holds. */
+    /**
+     * Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no
+     * conversation's), and returns the tokens the slot holds. Where the preamble parts from one
+     * another session saved (see divergence), that state is saved first.
+     */
     private async savePreamble(slot: number, prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): Promise<number> {
+        let held = cached;
+        for (const end of [this.divergence(prompt, cached, preamble, cache), preamble]) {
+            if (end === undefined) continue;
+            held = await this.evaluateTo(slot, prompt, held, end);
+            if (held !== end) return held;
+            await this.savePreambleState(slot, prompt, end, cache);
+        }
+        return held;
+    }
+
+    /**
+     * On a sliding-window model, where this preamble parts from the saved ones, when that is
+     * inside it: another session's system prompt with a per-user value in it (Claude Code's
+     * memory directory names the user's home and working directory). Their entries hold the
+     * tokens before that point but cannot be cut back to it (see CacheTier's servesExactly), as a
+     * full-attention model's can; a state there serves every later session that parts at the same
+     * point. Undefined when an entry serves that point already, when it is within 32 tokens of what
+     * the slot holds or of the preamble's end, or when the save does not pay (worthSaving).
+     */
+    private divergence(prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): number | undefined {
+        if (this.options.slidingWindow === 0) return undefined;
+        const shared = cache.longestShared(prompt, preamble);
+        if (shared - cached < minimumSavedTokens || preamble - shared < minimumSavedTokens) return undefined;
+        if ((cache.longestMatch(prompt, shared, undefined)?.shared ?? 0) >= shared) return undefined;
+        return worthSaving(shared - cached, shared, this.saveToPrefillRatio()) ? shared : undefined;
+    }
+
+    /** Saves the slot, which holds the prompt's first `length` tokens, as a preamble's state. */
+    private async savePreambleState(slot: number, prompt: readonly number[], length: number, cache: PromptCache): Promise<void> {
         const { store, costs } = this.options;
-        const memory = this.memoryOf(slot);
-        const held = await this.evaluateTo(slot, prompt, cached, preamble);
-        if (held !== preamble) return held;
-        const entry = await cache.save(prompt.slice(0, preamble), undefined, async (file) => {
+        const entry = await cache.save(prompt.slice(0, length), undefined, async (file) => {
             const { bytes, milliseconds } = await store.save(slot, file);
-            costs.noteSave(preamble, milliseconds);
+            costs.noteSave(length, milliseconds);
             return bytes;
         }, { preamble: true }).catch(() => undefined);
-        if (entry !== undefined) memory.saved = entry;
-        return preamble;
+        if (entry !== undefined) this.memoryOf(slot).saved = entry;
     }
 
     /**
