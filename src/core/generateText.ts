@@ -22,6 +22,8 @@ export interface TextGenerationRequest {
     cacheKey?: string;
     /** How many leading prompt tokens the conversation's next request will repeat (GenerationRequest.nextTurnPrefix). */
     nextTurnPrefix?: number;
+    /** Inside a tool loop: how many the user's next message will repeat (GenerationRequest.loopStartPrefix). */
+    loopStartPrefix?: number;
     /** Leading prompt tokens other sessions share (GenerationRequest.preambleTokens). */
     preambleTokens?: number;
 }
@@ -117,7 +119,7 @@ export async function startTextGenerations(engine: Engine, scheduler: Scheduler,
     if (leases.length > 1) {
         try {
             sharedCachedTokens = await engine.sharePrompt(leases[0]!.slot, leases.slice(1).map((lease) => lease.slot), request.promptTokens, request.cacheKey, request.nextTurnPrefix,
-                request.preambleTokens);
+                request.preambleTokens, request.loopStartPrefix);
         } catch (error) {
             releaseAll();
             throw error;
@@ -168,6 +170,7 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
             logprobs: request.logprobs,
             cacheKey: request.cacheKey,
             nextTurnPrefix: request.nextTurnPrefix,
+            loopStartPrefix: request.loopStartPrefix,
             preambleTokens: request.preambleTokens
         });
         const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));

@@ -80,9 +80,9 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined ? undefined
         : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
-    const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
+    const nextTurn = engine.model.slidingWindow > 0 ? nextTurnPrefixes(engine, model.chatTemplate, request, prompt.text, promptTokens) : {};
     const preambleTokens = preambleTokenCount(engine, model.chatTemplate, request, prompt.text, promptTokens);
-    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix, preambleTokens }, choices, options);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, ...nextTurn, preambleTokens }, choices, options);
 }
 
 /**
@@ -101,12 +101,38 @@ function preambleTokenCount(engine: Engine, source: ChatTemplateSource, request:
  * How many of the prompt's tokens the conversation's next request will repeat: a sliding-window
  * model's slot is saved there (see nextTurnSharedCharacters). Undefined when the template does
  * not tell; the engine then assumes a few tokens before the end.
+ *
+ * Inside a tool loop (the prompt ends with a tool result) the next request is most likely the
+ * loop's next tool result, which repeats this prompt up to its answer (`nextTurnPrefix`), while
+ * the user's next message, once the loop ends, repeats it only up to the loop's first answer
+ * (`loopStartPrefix`): the template then hides the loop's reasoning. Saved at the loop's start
+ * every turn, an agent's turn state served its next tool call only that far, and each call
+ * evaluated the whole loop again.
  */
-function nextTurnPrefixTokens(engine: Engine, source: ChatTemplateSource, request: ChatPromptRequest, prompt: string, promptTokens: readonly number[]): number | undefined {
-    const shared = nextTurnSharedCharacters(source, request, prompt);
-    if (shared === undefined) return undefined;
-    const rest = prompt.slice(shared);
-    return Math.max(0, promptTokens.length - (rest === "" ? 0 : engine.tokenize(rest, { specialTokens: true }).length));
+function nextTurnPrefixes(engine: Engine, source: ChatTemplateSource, request: ChatPromptRequest, prompt: string,
+    promptTokens: readonly number[]): { nextTurnPrefix?: number; loopStartPrefix?: number } {
+    const userTurn = tokensBefore(engine, prompt, promptTokens, nextTurnSharedCharacters(source, request, prompt, "user"));
+    if (request.messages.at(-1)?.role !== "tool") return { nextTurnPrefix: userTurn };
+    const loopTurn = tokensBefore(engine, prompt, promptTokens, nextTurnSharedCharacters(source, request, prompt, "toolResult"));
+    if (loopTurn === undefined || userTurn === undefined || loopTurn <= userTurn) return { nextTurnPrefix: userTurn };
+    return { nextTurnPrefix: loopTurn, loopStartPrefix: userTurn };
+}
+
+/**
+ * How many of the prompt's tokens lie wholly before its character `characters`: counted back from
+ * the end by each token's bytes, so a point inside a token (`<t` of `<think>`, where the next
+ * turn renders `<tool_call>`) counts only the tokens before that one. Tokenizing the rest on its
+ * own instead gave a point one token short in that case, where no saved state or checkpoint was.
+ */
+function tokensBefore(engine: Engine, prompt: string, promptTokens: readonly number[], characters: number | undefined): number | undefined {
+    if (characters === undefined) return undefined;
+    const restBytes = Buffer.byteLength(prompt.slice(characters), "utf8");
+    let before = promptTokens.length;
+    for (let tail = 0; tail < restBytes && before > 0;) {
+        before -= 1;
+        tail += engine.tokenPiece(promptTokens[before]!).bytes.length;
+    }
+    return before;
 }
 
 /** Starts a raw completion (no template, no parsing); resolves and rejects as `startChatGeneration`. */
@@ -164,13 +190,16 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
 }
 
 async function startChoices(model: ServingModel,
-    start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; preambleTokens?: number },
+    start: {
+        promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; loopStartPrefix?: number;
+        preambleTokens?: number;
+    },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;
     const request: TextGenerationRequest = {
         promptTokens: start.promptTokens, sampling: start.sampling, maxTokens: settings.maxTokens, stop: settings.stop,
         signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix,
-        preambleTokens: start.preambleTokens
+        loopStartPrefix: start.loopStartPrefix, preambleTokens: start.preambleTokens
     };
     const generations = await startTextGenerations(model.engine, model.scheduler, request,
         choices.map((choice) => ({ grammar: choice.grammar, observer: options.observe?.() })));

@@ -252,10 +252,10 @@ class LlamaEngine implements Engine {
     }
 
     async sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
-        preambleTokens?: number): Promise<number> {
+        preambleTokens?: number, loopStartPrefix?: number): Promise<number> {
         const sequence = this.store.sequence(source);
         const prompt = promptTokens as Token[];
-        const { cached, held } = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix, preambleTokens);
+        const { cached, held } = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix, preambleTokens, loopStartPrefix);
         // The last prompt token is each generation's own first step: its logits are sampled.
         const shared = prompt.length - 1;
         if (shared > held) await this.barrier.contextWork(() => sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(held, shared)));
@@ -264,7 +264,7 @@ class LlamaEngine implements Engine {
             // Already holds it (the same prompt again): its generation erases whatever follows.
             if (sharedPrefixLength(targetSequence.contextTokens, prompt, shared) === shared) continue;
             await this.barrier.exclusive(() => copySequenceState(targetSequence, sequence, shared));
-            this.policy.copied(target, prompt, cacheKey, nextTurnPrefix);
+            this.policy.copied(target, prompt, cacheKey, nextTurnPrefix, loopStartPrefix);
         }
         return cached;
     }
@@ -290,7 +290,7 @@ class LlamaEngine implements Engine {
         const sequence = this.store.sequence(slot);
         const prompt = request.promptTokens as Token[];
         const { cached: cachedPromptTokens, held: prepared, checkpointAfterPrompt } = await this.policy.prepare(slot, prompt, request.cacheKey,
-            request.nextTurnPrefix, request.preambleTokens);
+            request.nextTurnPrefix, request.preambleTokens, request.loopStartPrefix);
         const held = await this.evaluateLongPrompt(slot, prompt, prepared);
         const checkpoint = this.store.checkpoint;
         const generation = decodeLoop({

@@ -19,7 +19,10 @@ export class LlamaSlotStore implements SlotStore {
     /** `slidingWindow`: the model's window when the context runs the windowed cache, else 0. */
     constructor(private readonly sequences: readonly LlamaContextSequence[], private readonly barrier: StepBarrier, slidingWindow = 0) {
         this.windowed = slidingWindow > 0 ? sequences.map((sequence) => new WindowedSequence(sequence, slidingWindow)) : undefined;
-        if (this.windowed === undefined) this.checkpoint = undefined;
+        if (this.windowed === undefined) {
+            this.checkpoint = undefined;
+            this.keepCheckpointsTo = undefined;
+        }
     }
 
     get slots(): number {
@@ -77,6 +80,11 @@ export class LlamaSlotStore implements SlotStore {
     checkpoint? = async (slot: number): Promise<void> => {
         const sequence = this.sequence(slot);
         await this.barrier.exclusive(() => sequence.takeCheckpoint());
+    };
+
+    keepCheckpointsTo? = async (slot: number, length: number): Promise<void> => {
+        const windowed = this.windowed?.[slot];
+        if (windowed !== undefined) await this.barrier.exclusive(async () => windowed.keepCheckpointsTo(length));
     };
 
     /** Bytes the slots' checkpoints hold (inside the prompt cache's bound). */

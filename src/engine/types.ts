@@ -134,6 +134,13 @@ export interface GenerationRequest {
      */
     nextTurnPrefix?: number;
     /**
+     * Inside a tool loop, where `nextTurnPrefix` is where the loop's next tool result leaves the
+     * prompt: how many leading tokens the user's next message will repeat (where the loop began).
+     * The conversation's saved state there is kept while the loop's later states are saved, and
+     * the slot's checkpoint there too.
+     */
+    loopStartPrefix?: number;
+    /**
      * How many leading prompt tokens are a preamble other sessions start with too: the system or
      * developer messages and the tools, before the first user turn (see preambleCharacters). With
      * a prompt cache, the state where it ends is saved (once per distinct preamble) as the prompt
@@ -235,10 +242,10 @@ export interface Engine {
      * `source` (reusing what that slot caches) and copies that state into each of `targets`, so
      * each slot's generation has only the last prompt token left to evaluate. A slot whose copy
      * fails is left empty and evaluates the prompt itself. Returns how many prompt tokens `source`
-     * had cached before (the request's cached tokens). `nextTurnPrefix`, `preambleTokens`: as GenerationRequest's.
+     * had cached before (the request's cached tokens). `nextTurnPrefix`, `preambleTokens`, `loopStartPrefix`: as GenerationRequest's.
      */
     sharePrompt(source: number, targets: readonly number[], promptTokens: readonly number[], cacheKey?: string, nextTurnPrefix?: number,
-        preambleTokens?: number): Promise<number>;
+        preambleTokens?: number, loopStartPrefix?: number): Promise<number>;
     /**
      * The slot of `freeSlots` (least recently used first, at least one) that `promptTokens` should
      * go to: the prompt-cache policy's choice (see SlotCachePolicy). An empty prompt asks for the

@@ -78,6 +78,19 @@ export class WindowedSequence {
     }
 
     /**
+     * Drops the checkpoints taken after the first that serves a cut to `length` (a tool loop's
+     * earlier turns' ones), so that one and the older ones (the preamble's) outlast the next
+     * checkpoints: node-llama-cpp keeps a few, and prunes the oldest first. Nothing when none
+     * serves that cut. Checkpoints follow one another in position (a cut prunes those past it).
+     */
+    keepCheckpointsTo(length: number): void {
+        const serving = this.checkpoints().filter((checkpoint) => this.checkpointServes(checkpoint, length));
+        if (serving.length === 0) return;
+        const kept = Math.min(...serving.map((checkpoint) => checkpoint.maxPos));
+        this.internals._checkpoints?.pruneFromEndToIndex?.call(this.internals._checkpoints, kept);
+    }
+
+    /**
      * Cuts the slot back to `length` tokens, exactly (`length` as `exactCut` gave it); a cut that
      * cannot be made exactly empties the slot. Needs the context lock (the step barrier's
      * exclusive section).

@@ -41,6 +41,36 @@ describe("nextTurnSharedCharacters", () => {
         assert.equal(prompt.slice(nextTurnSharedCharacters(source(mapleChatTemplate), request(firstTurn), prompt)), "<think>\n");
     });
 
+    describe("inside a tool loop", () => {
+        const tools = [{ name: "Bash", parameters: { type: "object", properties: { command: { type: "string" } } } }];
+        const loopRequest = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools, templateKwargs: {} });
+        const call = (id: string): ChatMessage => ({
+            role: "assistant", content: null, reasoningContent: "I will run it.", toolCalls: [{ id, name: "Bash", arguments: "{\"command\": \"ls\"}" }]
+        });
+        /** A loop's second call: the first call's reasoning is still shown (Qwen3 and Maple show a loop's reasoning until the next user message). */
+        const inLoop: ChatMessage[] = [...firstTurn, call("call_1"), { role: "tool", content: "a.txt", toolCallId: "call_1" }];
+        const renderLoop = (messages: ChatMessage[]): string => buildChatPrompt(source(mapleChatTemplate), loopRequest(messages)).text;
+
+        it("a tool result, the loop's next request, repeats the prompt up to this turn's answer", () => {
+            const prompt = renderLoop(inLoop);
+            const next = renderLoop([...inLoop, call("call_2"), { role: "tool", content: "b.txt", toolCallId: "call_2" }]);
+            const shared = nextTurnSharedCharacters(source(mapleChatTemplate), loopRequest(inLoop), prompt, "toolResult");
+            // All but the generation prompt's pre-filled `<think>` (this answer's reasoning may follow it or not).
+            assert.equal(prompt.slice(shared), "<think>\n");
+            assert.ok(next.startsWith(prompt.slice(0, shared)));
+        });
+
+        it("the user's next message repeats it only up to the loop's first answer, whose reasoning it no longer shows; that point can fall inside a token", () => {
+            const prompt = renderLoop(inLoop);
+            const next = renderLoop([...inLoop, { role: "assistant", content: "Done." }, { role: "user", content: "Thanks." }]);
+            const shared = nextTurnSharedCharacters(source(mapleChatTemplate), loopRequest(inLoop), prompt);
+            assert.equal(shared, commonPrefix(prompt, next));
+            // `<think>` in the prompt, `<tool_call>` in the next request: they share `<t`.
+            assert.ok(prompt.slice(shared! - 2).startsWith("<think>\nI will run it."), JSON.stringify(prompt.slice(shared! - 30, shared! + 20)));
+            assert.ok(prompt.slice(0, shared! - 2).endsWith("<|im_start|>assistant\n"));
+        });
+    });
+
     it("does not guess for a conversation that ends with the assistant's turn being continued", () => {
         const messages: ChatMessage[] = [...firstTurn, { role: "assistant", content: "The answer is" }];
         assert.equal(nextTurnSharedCharacters(source(packagedQwen3Template), request(messages), render(packagedQwen3Template, messages)), undefined);

@@ -187,6 +187,42 @@ describe("SlotCachePolicy: saving", () => {
     });
 });
 
+describe("SlotCachePolicy: tool loops on a sliding-window model", () => {
+    // A conversation's first turn (60 tokens) whose answer calls a tool; its next user message
+    // would leave it at 58 (the answer's start), where its state is saved.
+    const firstTurn = conversation(1, 60);
+    const loopStart = 58;
+    /** The loop's second request: the first, its answer (reasoning shown) and the tool's result; the loop's next tool result leaves it at 96. */
+    const secondTurn = [...firstTurn.slice(0, loopStart), ...Array.from({ length: 40 }, (_, index) => 3000 + index)];
+    const generated = (prompt: number[]): number[] => [...prompt, ...Array.from({ length: 30 }, () => 7)];
+
+    async function runLoop(withLoopStart: boolean): Promise<{ store: FakeSlotStore; cache: PromptCache }> {
+        const { store, policy, cache } = await setUp(1, { slidingWindow: 8 });
+        await policy.prepare(0, firstTurn, "session:a", loopStart);
+        store.held[0] = generated(firstTurn);
+        // Another session takes the slot between the loop's requests (one slot, two users).
+        await policy.prepare(0, conversation(2, 20), "session:b", undefined);
+        assert.equal((await policy.prepare(0, secondTurn, "session:a", 96, undefined, withLoopStart ? loopStart : undefined)).cached, loopStart);
+        store.held[0] = generated(secondTurn);
+        await policy.prepare(0, conversation(3, 20), "session:c", undefined);
+        return { store, cache: cache! };
+    }
+
+    it("saves a loop's turn where its next tool result leaves the prompt, and keeps the state at the loop's start for the user's next message", async () => {
+        const { store, cache } = await runLoop(true);
+        assert.deepEqual(store.saves.map((tokens) => tokens.length), [90, 58, 128, 96]);
+        // The loop's third request restores the second one's state...
+        assert.equal(cache.longestMatch([...secondTurn.slice(0, 96), 5, 5], 97, "session:a")?.shared, 96);
+        // ...and the user's next message, which renders the loop without its reasoning, the loop's start.
+        assert.equal(cache.longestMatch([...firstTurn.slice(0, loopStart), 6, 6], 59, "session:a")?.shared, loopStart);
+    });
+
+    it("without the loop's start, the loop's later states superseded it (the same conversation's turn, extended)", async () => {
+        const { cache } = await runLoop(false);
+        assert.equal(cache.longestMatch([...firstTurn.slice(0, loopStart), 6, 6], 59, "session:a"), undefined);
+    });
+});
+
 describe("SlotCachePolicy: restore or evaluate", () => {
     it("restores a saved state that spares at least 16 tokens more than the slot's own prefix", async () => {
         const { store, policy } = await setUp(1);
@@ -270,6 +306,29 @@ describe("SlotCachePolicy: shared-prefix states", () => {
         assert.equal(store.loads, 0);
     });
 
+    it("on a sliding-window model, saves also where a session's preamble parts from another's saved one, and a third session parting there restores it", async () => {
+        // Three users: a 300-token system prompt and tools that differ from token 200 on (a per-user path inside the system prompt).
+        const userSession = (user: number): number[] => [
+            ...Array.from({ length: 200 }, (_, index) => 5000 + index), ...Array.from({ length: 100 }, (_, index) => 100_000 * user + index), ...conversation(user, 60)
+        ];
+        const { store, policy } = await setUp(3, { slidingWindow: 128 });
+        assert.deepEqual(await policy.prepare(0, userSession(1), "user:1", undefined, 300), { cached: 0, held: 300, checkpointAfterPrompt: false });
+        // The second user's entries-to-be: 200 tokens any later user shares, then its own 300.
+        assert.deepEqual(await policy.prepare(1, userSession(2), "user:2", undefined, 300), { cached: 0, held: 300, checkpointAfterPrompt: false });
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 200, 300]);
+        assert.deepEqual(await policy.prepare(2, userSession(3), "user:3", undefined, 300), { cached: 200, held: 300, checkpointAfterPrompt: false });
+        assert.equal(store.loads, 1);
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 200, 300, 300]);
+    });
+
+    it("does not save where preambles part on a full-attention model, whose entries serve any prefix of theirs", async () => {
+        const { store, policy } = await setUp(2);
+        const preambleOf = (user: number): number[] => [...Array.from({ length: 200 }, (_, index) => 5000 + index), ...Array.from({ length: 100 }, (_, index) => 100_000 * user + index)];
+        await policy.prepare(0, [...preambleOf(1), ...conversation(1, 60)], undefined, undefined, 300);
+        assert.equal((await policy.prepare(1, [...preambleOf(2), ...conversation(2, 60)], undefined, undefined, 300)).cached, 200);
+        assert.deepEqual(store.saves.map((saved) => saved.length), [300, 300]);
+    });
+
     it("saves nothing without a cache, for a preamble the slot holds already, or one that leaves no token to evaluate", async () => {
         const none = await setUp(1, { cache: false });
         assert.deepEqual(await none.policy.prepare(0, session(1), undefined, undefined, 300), { cached: 0, held: 0, checkpointAfterPrompt: false });
@@ -289,6 +348,7 @@ describe("SlotCachePolicy: turn boundaries on the windowed cache", () => {
     class CheckpointingStore extends FakeSlotStore {
         readonly evaluated: number[] = [];
         readonly checkpoints: number[] = [];
+        readonly keptTo: number[] = [];
 
         override async evaluate(slot: number, tokens: readonly number[]): Promise<void> {
             this.evaluated.push(tokens.length);
@@ -298,6 +358,11 @@ describe("SlotCachePolicy: turn boundaries on the windowed cache", () => {
         async checkpoint(slot: number): Promise<void> {
             await Promise.resolve();
             this.checkpoints.push(this.tokenCount(slot));
+        }
+
+        async keepCheckpointsTo(_slot: number, length: number): Promise<void> {
+            await Promise.resolve();
+            this.keptTo.push(length);
         }
     }
 
@@ -318,6 +383,18 @@ describe("SlotCachePolicy: turn boundaries on the windowed cache", () => {
         assert.deepEqual(await policyOver(store).prepare(0, prompt, undefined, 100), { cached: 0, held: 100, checkpointAfterPrompt: false });
         assert.deepEqual(store.evaluated, [100]);
         assert.deepEqual(store.checkpoints, [100]);
+    });
+
+    it("inside a tool loop, drops the checkpoints past the loop's start before the turn keeps its own, so the loop's start outlasts a long loop", async () => {
+        const store = new CheckpointingStore(1);
+        const prompt = conversation(1, 200);
+        store.held[0] = prompt.slice(0, 180);
+        assert.deepEqual(await policyOver(store).prepare(0, prompt, undefined, 196, undefined, 100), { cached: 180, held: 180, checkpointAfterPrompt: true });
+        assert.deepEqual(store.keptTo, [100]);
+        // Not when the slot does not hold the loop's start (another conversation's tokens, or none).
+        store.held[0] = [];
+        await policyOver(store).prepare(0, prompt, undefined, 196, undefined, 100);
+        assert.deepEqual(store.keptTo, [100]);
     });
 
     it("keeps no checkpoint for a boundary the slot holds already", async () => {

@@ -93,13 +93,14 @@ export class CacheTier {
      * Adds an entry, then evicts least recently used unpinned entries until the tier is within its
      * bound, and drops entries the new one extends (it reuses everything they would, for a few
      * more bytes). An entry larger than the whole bound is not kept. Returns whether it was kept.
+     * `loopStart`: the new entry is a tool loop's turn (see droppable).
      */
-    add(entry: CacheEntry): boolean {
+    add(entry: CacheEntry, loopStart?: number): boolean {
         for (const other of [...this.entries.values()]) {
             if (sharedPrefixLength(other.tokens, entry.tokens, other.tokens.length) < other.tokens.length) continue;
             // Extending a restored entry is the same conversation going on: it inherits the proof.
             if (other.proven === true) entry.proven = true;
-            if (this.droppable(other, entry.key)) void this.delete(other, false);
+            if (this.droppable(other, entry.key, loopStart)) void this.delete(other, false);
         }
         this.entries.set(entry.id, entry);
         this.heldBytes += entry.bytes;
@@ -114,9 +115,9 @@ export class CacheTier {
      * MB (a save of 80 MB 200–350 ms against 30–45 ms into memory just freed; see
      * bench/NOTES.md). Returns whether one of them was proven, which the new entry inherits.
      */
-    async dropSuperseded(tokens: readonly number[], key: string | undefined): Promise<boolean> {
+    async dropSuperseded(tokens: readonly number[], key: string | undefined, loopStart?: number): Promise<boolean> {
         const superseded = [...this.entries.values()].filter((other) =>
-            this.droppable(other, key) && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length);
+            this.droppable(other, key, loopStart) && sharedPrefixLength(other.tokens, tokens, other.tokens.length) === other.tokens.length);
         await Promise.all(superseded.map((other) => this.delete(other, false)));
         return superseded.some((other) => other.proven === true);
     }
@@ -130,11 +131,14 @@ export class CacheTier {
      * prompt a new one contains: on a VM that hands freed memory back to its host, a save into
      * memory freed a while ago took 120–390 ms for maple-preview's 26 MB states against ~22 ms
      * into memory just freed, under the context lock that stalls every slot. Preambles' entries
-     * and other conversations' stay.
+     * and other conversations' stay, and so does, when the new entry is a tool loop's turn, the
+     * conversation's entry at the loop's start (`loopStart` tokens or fewer): the user's next
+     * message, which renders the loop without its reasoning, leaves the prompt there.
      */
-    private droppable(other: CacheEntry, key: string | undefined): boolean {
+    private droppable(other: CacheEntry, key: string | undefined, loopStart: number | undefined): boolean {
         if (other.pins > 0) return false;
-        return this.slidingWindow === 0 || (other.preamble !== true && other.key === key);
+        if (this.slidingWindow === 0) return true;
+        return other.preamble !== true && other.key === key && !(loopStart !== undefined && other.tokens.length <= loopStart);
     }
 
     /** The entry sharing the longest prefix with `prompt` (at most `limit` tokens); on a tie, the request's own conversation's, then the most recent. */
@@ -146,6 +150,17 @@ export class CacheTier {
             if (best === undefined || shared > best.shared || (shared === best.shared && rank(entry, key) > rank(best.entry, key))) best = { entry, shared };
         }
         return best;
+    }
+
+    /**
+     * The most of the prompt's first `limit` tokens an entry holds, whether or not it serves them
+     * (a sliding-window model's entry serves a prompt only when that is exact): where the prompt
+     * parts from every saved state.
+     */
+    longestShared(prompt: readonly number[], limit: number): number {
+        let longest = 0;
+        for (const entry of this.entries.values()) longest = Math.max(longest, sharedPrefixLength(entry.tokens, prompt, limit));
+        return longest;
     }
 
     /** Whether the entry, cut back to `shared` tokens, holds every KV cell the next position attends to (see the constructor). */

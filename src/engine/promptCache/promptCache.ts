@@ -107,6 +107,11 @@ export class PromptCache {
         return best;
     }
 
+    /** The most of the prompt's first `limit` tokens any entry holds, whether or not it serves them (see CacheTier.longestShared). */
+    longestShared(prompt: readonly number[], limit: number): number {
+        return Math.max(0, ...this.tiers.map((tier) => tier.longestShared(prompt, limit)));
+    }
+
     /** Records a prompt no entry served (see CacheTier.noteMiss). */
     noteMiss(prompt: readonly number[], limit: number): void {
         for (const tier of this.tiers) tier.noteMiss(prompt, limit);
@@ -120,15 +125,18 @@ export class PromptCache {
     /**
      * Saves a state: `write` (run by the caller under its step barrier) writes it to the file it
      * is given and returns the bytes written. The disk tier gets its copy in the background.
+     * `loopStart`: the state is a tool loop's turn, whose conversation's entry at the loop's start
+     * stays (see CacheTier.droppable).
      */
     async save(tokens: readonly number[], key: string | undefined, write: (file: string) => Promise<number>,
-        options: { preamble?: boolean } = {}): Promise<CacheEntry | undefined> {
+        options: { preamble?: boolean; loopStart?: number } = {}): Promise<CacheEntry | undefined> {
         const preamble = options.preamble === true;
+        const { loopStart } = options;
         const id = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
         const target = this.ram ?? this.disk!;
         const staged = this.ram === undefined;
         const file = staged ? join(target.dir, `${id}.staged`) : join(target.dir, `${id}.state`);
-        const proven = staged ? false : await this.ram!.dropSuperseded(tokens, key);
+        const proven = staged ? false : await this.ram!.dropSuperseded(tokens, key, loopStart);
         const bytes = await write(file).catch(async (error: unknown) => {
             await rm(file, { force: true });
             throw error;
@@ -137,10 +145,10 @@ export class PromptCache {
         let entry: CacheEntry | undefined;
         if (!staged) {
             entry = { id, tier: "ram", tokens: savedTokens, bytes, key, file, companions: [], verified: true, lastUsed: nextUse(), pins: 0, preamble, proven };
-            if (!this.ram!.add(entry)) entry = undefined;
+            if (!this.ram!.add(entry, loopStart)) entry = undefined;
             else this.emit({ kind: "save", tier: "ram", bytes, tokens: savedTokens.length, preamble });
         }
-        if (this.disk !== undefined && (entry !== undefined || staged)) this.copyToDisk(id, file, savedTokens, bytes, key, preamble, entry, staged);
+        if (this.disk !== undefined && (entry !== undefined || staged)) this.copyToDisk(id, file, savedTokens, bytes, key, { preamble, loopStart }, entry, staged);
         return entry;
     }
 
@@ -194,8 +202,8 @@ export class PromptCache {
         if (this.ramDir !== undefined) await rm(this.ramDir, { recursive: true, force: true });
     }
 
-    private copyToDisk(id: string, source: string, tokens: readonly number[], bytes: number, key: string | undefined, preamble: boolean,
-        ramEntry: CacheEntry | undefined, staged: boolean): void {
+    private copyToDisk(id: string, source: string, tokens: readonly number[], bytes: number, key: string | undefined,
+        { preamble, loopStart }: { preamble: boolean; loopStart: number | undefined }, ramEntry: CacheEntry | undefined, staged: boolean): void {
         const disk = this.disk!;
         if (ramEntry !== undefined) ramEntry.pins += 1;
         this.diskWrites = this.diskWrites.then(async () => {
@@ -206,7 +214,7 @@ export class PromptCache {
                     id, tier: "disk", tokens, bytes, key, file: files.state, companions: [files.manifest], verified: true, lastUsed: nextUse(), pins: 0,
                     preamble
                 };
-                if (disk.add(entry)) this.emit({ kind: "save", tier: "disk", bytes, tokens: tokens.length, preamble });
+                if (disk.add(entry, loopStart)) this.emit({ kind: "save", tier: "disk", bytes, tokens: tokens.length, preamble });
             } catch {
                 // The disk tier is best effort: a full or failing disk costs only this copy.
             } finally {

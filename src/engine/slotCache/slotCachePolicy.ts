@@ -44,6 +44,8 @@ interface SlotMemory {
     saved: CacheEntry | undefined;
     /** How many of its last prompt's tokens the conversation's next prompt will repeat. */
     turnPrefix: number | undefined;
+    /** Inside a tool loop: how many the user's next message will repeat, where the loop began (see GenerationRequest.loopStartPrefix). */
+    loopStart: number | undefined;
 }
 
 /**
@@ -73,7 +75,7 @@ export class SlotCachePolicy {
     private readonly returns: ReturnOdds;
 
     constructor(private readonly options: SlotCachePolicyOptions) {
-        this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined }));
+        this.memory = Array.from({ length: options.store.slots }, () => ({ key: undefined, saved: undefined, turnPrefix: undefined, loopStart: undefined }));
         // Settled after two slots' worth of others left: an agents run's finished sessions count as gone within a few new ones.
         this.returns = new ReturnOdds(minimumRestoreGain, Math.max(minimumSettleAfter, 2 * options.store.slots));
     }
@@ -111,20 +113,23 @@ export class SlotCachePolicy {
      * (its generation evaluates the rest). At least one prompt token is always evaluated again,
      * since sampling needs the logits of the prompt's last position. With `checkpointAfterPrompt`,
      * the generation keeps a checkpoint once the prompt is evaluated, if it goes on past it.
+     * `loopStart` (a tool loop's, see GenerationRequest.loopStartPrefix): the conversation's saved
+     * state there outlasts the loop's later states, and the slot's checkpoint there its later ones.
      */
     async prepare(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
-        preamble?: number): Promise<PreparedSlot> {
+        preamble?: number, loopStart?: number): Promise<PreparedSlot> {
         const { cache } = this.options;
         const releasePreamble = cache !== undefined && preamble !== undefined ? await this.claimPreamble(slot, prompt, preamble, cache) : undefined;
         try {
-            return await this.prepareClaimed(slot, prompt, key, nextTurnPrefix, releasePreamble === undefined ? undefined : preamble, preamble);
+            return await this.prepareClaimed(slot, prompt, key, { nextTurnPrefix, loopStart }, releasePreamble === undefined ? undefined : preamble, preamble);
         } finally {
             releasePreamble?.();
         }
     }
 
     /** `prepare`, with `savedPreamble` the preamble this request saves if it pays (it holds the claim to). */
-    private async prepareClaimed(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined,
+    private async prepareClaimed(slot: number, prompt: readonly number[], key: string | undefined,
+        { nextTurnPrefix, loopStart }: { nextTurnPrefix: number | undefined; loopStart: number | undefined },
         savedPreamble: number | undefined, preamble: number | undefined): Promise<PreparedSlot> {
         const { store, cache } = this.options;
         const memory = this.memoryOf(slot);
@@ -159,10 +164,15 @@ export class SlotCachePolicy {
         memory.key = key;
         const turnPrefix = turnPrefixOf(prompt, nextTurnPrefix);
         memory.turnPrefix = turnPrefix;
+        memory.loopStart = loopStart;
         const shared = this.reusablePrefix(slot, prompt, limit);
         if (shared < store.tokenCount(slot)) await store.erase(slot, shared);
         // The store holds fewer when the KV cells could not be removed: those are evaluated again.
         const cached = Math.min(shared, store.tokenCount(slot));
+        // A tool loop's turns each keep a checkpoint near their end (below), and the store keeps a
+        // few: without this, a loop of a few calls pruned the one at the loop's start (and the
+        // preamble's), which the user's next message needs.
+        if (loopStart !== undefined && cached >= loopStart) await store.keepCheckpointsTo?.(slot, loopStart);
         let held = cached;
         if (cache !== undefined && savedPreamble !== undefined && this.preambleWanted(prompt, cached, savedPreamble, cache)) {
             held = await this.savePreamble(slot, prompt, cached, savedPreamble, cache);
@@ -202,8 +212,8 @@ export class SlotCachePolicy {
     }
 
     /** Slot `slot` was given another slot's state for `prompt` (n > 1 choices share one prefill). */
-    copied(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined): void {
-        this.memory[slot] = { key, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix) };
+    copied(slot: number, prompt: readonly number[], key: string | undefined, nextTurnPrefix: number | undefined, loopStart?: number): void {
+        this.memory[slot] = { key, saved: undefined, turnPrefix: turnPrefixOf(prompt, nextTurnPrefix), loopStart };
     }
 
     /** At shutdown, with a disk tier (it outlives the process), saves what each slot holds unsaved, so a restart resumes it. */
@@ -258,12 +268,14 @@ export class SlotCachePolicy {
     private async saveSlotStates(slot: number, cache: PromptCache, keep: number): Promise<void> {
         const { store, costs } = this.options;
         const memory = this.memoryOf(slot);
+        // Inside a tool loop the conversation's state at the loop's start stays for its next user message.
+        const loopStart = memory.loopStart;
         const save = (): Promise<CacheEntry | undefined> =>
             cache.save(store.tokens(slot), memory.key, async (file) => {
                 const { bytes, milliseconds } = await store.save(slot, file);
                 costs.noteSave(store.tokenCount(slot), milliseconds);
                 return bytes;
-            });
+            }, { loopStart });
         const held = store.tokenCount(slot);
         const turnStart = memory.turnPrefix ?? 0;
         const planned = savePlan(held, keep, turnStart, this.options.slidingWindow);
@@ -294,19 +306,48 @@ export class SlotCachePolicy {
         return worthSaving(preamble - Math.max(held, cached), preamble, this.saveToPrefillRatio());
     }
 
-    /** Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no conversation's), and returns the tokens the slot holds. */
+    /**
+     * Evaluates the prompt up to its preamble's end, saves that state (tagged as a preamble, no
+     * conversation's), and returns the tokens the slot holds. Where the preamble parts from one
+     * another session saved (see divergence), that state is saved first.
+     */
     private async savePreamble(slot: number, prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): Promise<number> {
+        let held = cached;
+        for (const end of [this.divergence(prompt, cached, preamble, cache), preamble]) {
+            if (end === undefined) continue;
+            held = await this.evaluateTo(slot, prompt, held, end);
+            if (held !== end) return held;
+            await this.savePreambleState(slot, prompt, end, cache);
+        }
+        return held;
+    }
+
+    /**
+     * On a sliding-window model, where this preamble parts from the saved ones, when that is
+     * inside it: another session's system prompt with a per-user value in it (Claude Code's
+     * memory directory names the user's home and working directory). Their entries hold the
+     * tokens before that point but cannot be cut back to it (see CacheTier's servesExactly), as a
+     * full-attention model's can; a state there serves every later session that parts at the same
+     * point. Undefined when an entry serves that point already, when it is within 32 tokens of what
+     * the slot holds or of the preamble's end, or when the save does not pay (worthSaving).
+     */
+    private divergence(prompt: readonly number[], cached: number, preamble: number, cache: PromptCache): number | undefined {
+        if (this.options.slidingWindow === 0) return undefined;
+        const shared = cache.longestShared(prompt, preamble);
+        if (shared - cached < minimumSavedTokens || preamble - shared < minimumSavedTokens) return undefined;
+        if ((cache.longestMatch(prompt, shared, undefined)?.shared ?? 0) >= shared) return undefined;
+        return worthSaving(shared - cached, shared, this.saveToPrefillRatio()) ? shared : undefined;
+    }
+
+    /** Saves the slot, which holds the prompt's first `length` tokens, as a preamble's state. */
+    private async savePreambleState(slot: number, prompt: readonly number[], length: number, cache: PromptCache): Promise<void> {
         const { store, costs } = this.options;
-        const memory = this.memoryOf(slot);
-        const held = await this.evaluateTo(slot, prompt, cached, preamble);
-        if (held !== preamble) return held;
-        const entry = await cache.save(prompt.slice(0, preamble), undefined, async (file) => {
+        const entry = await cache.save(prompt.slice(0, length), undefined, async (file) => {
             const { bytes, milliseconds } = await store.save(slot, file);
-            costs.noteSave(preamble, milliseconds);
+            costs.noteSave(length, milliseconds);
             return bytes;
         }, { preamble: true }).catch(() => undefined);
-        if (entry !== undefined) memory.saved = entry;
-        return preamble;
+        if (entry !== undefined) this.memoryOf(slot).saved = entry;
     }
 
     /**

@@ -32,4 +32,9 @@ export interface SlotStore {
      * so it can later be cut back to here exactly (a prompt's preamble end, its turn boundary).
      */
     checkpoint?(slot: number): Promise<void>;
+    /**
+     * With checkpoints: drops those taken after the first that serves a cut to `length` (a tool
+     * loop's earlier turns' ones), so that one and the older ones are not the next pruned.
+     */
+    keepCheckpointsTo?(slot: number, length: number): Promise<void>;
 }
