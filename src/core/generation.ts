@@ -77,8 +77,9 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const grammars = request.answer === undefined ? undefined : await buildAnswerGrammars(engine, request.answer, prompt);
     const pieces = request.logprobs === undefined ? undefined : engine;
     // A client grammar decides the whole output, thought included: no budget on top of it.
-    const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined ? undefined
-        : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
+    const closeReasoning = prompt.format.grammar.closeReasoning;
+    const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined || closeReasoning === undefined ? undefined
+        : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf(closeReasoning), "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
     const preambleTokens = preambleTokenCount(engine, model.chatTemplate, request, prompt.text, promptTokens);
@@ -148,7 +149,7 @@ async function withClientGrammar(engine: Engine, request: GenerationSettings): P
 /** The grammars of a JSON answer or enforced tool calls; one that does not compile is Maple's fault (a server error). */
 async function buildAnswerGrammars(engine: Engine, answer: AnswerConstraint, prompt: ChatPrompt): Promise<AnswerGrammars<EngineGrammar>> {
     try {
-        return await answerGrammars(engine, answer, prompt);
+        return await answerGrammars(engine, answer, prompt, prompt.format.grammar);
     } catch (error) {
         throw new ServerError("The grammar for response_format or tool_choice could not be built.", error);
     }

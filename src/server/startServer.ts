@@ -17,6 +17,7 @@ import { servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
+import { hermesFormat } from "../chatFormat/formats/hermes.js";
 import { chatMlFallbackTemplate } from "../chatFormat/template.js";
 import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
@@ -286,7 +287,7 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
     return {
         engine, scheduler, source, systemFingerprint: fingerprint,
-        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken, format: hermesFormat }
     };
 }
 
