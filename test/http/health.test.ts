@@ -19,6 +19,7 @@ interface Health {
     active: number;
     version: string;
     synthetic: boolean;
+    chat_format: string;
 }
 
 describe("GET /health", () => {
@@ -71,6 +72,8 @@ describe("GET /health", () => {
         assert.equal(health.model_path, "synthetic:maple-tiny");
         assert.equal(health.device, "cpu");
         assert.equal(health.synthetic, true);
+        // maple-tiny carries Maple's Qwen3 template, recognised by its <tool_call> blocks.
+        assert.equal(health.chat_format, "hermes");
         assert.equal(health.version, packageJson.version);
         assert.equal(health.queue_depth, 0);
         assert.equal(health.active, 0);

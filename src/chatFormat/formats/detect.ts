@@ -1,0 +1,26 @@
+import type { ChatFormatName } from "./names.js";
+
+/**
+ * Which chat format a chat template is written for, recognised from the text of the template
+ * itself, as llama.cpp recognises templates (`common/chat.cpp`, `common_chat_templates_apply_jinja`
+ * before its automatic parser, and `common_chat_try_specialized_template` after): each family's
+ * template renders its own markers, so a marker's literal text in the template names the family.
+ * The rules are tried in order, the more specific first (several families share `<tool_call>`).
+ */
+interface DetectionRule {
+    format: ChatFormatName;
+    /** What the rule looks for, as the start-up log says it. */
+    because: string;
+    matches(template: string): boolean;
+}
+
+const rules: readonly DetectionRule[] = [
+    // Hermes 2/3 Pro, Qwen2.5, QwQ, Qwen3: llama.cpp's last `<tool_call>` rule (hermes_2_pro).
+    { format: "hermes", because: "writes <tool_call> blocks", matches: (template) => template.includes("<tool_call>") }
+];
+
+/** The family a template is detected as, and why; undefined when no rule matches. */
+export function detectChatFormat(template: string): { format: ChatFormatName; because: string } | undefined {
+    const rule = rules.find((candidate) => candidate.matches(template));
+    return rule === undefined ? undefined : { format: rule.format, because: rule.because };
+}
