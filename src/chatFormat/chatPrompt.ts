@@ -1,6 +1,6 @@
 import type { ChatFormat } from "./formats/chatFormat.js";
 import { renderChatPrompt } from "./template.js";
-import type { ChatMessage, ToolDefinition } from "./types.js";
+import type { ChatMessage, ReasoningSwitch, ToolDefinition } from "./types.js";
 
 /** The model's chat template, its special tokens' text, and its family's chat format. */
 export interface ChatTemplateSource {
@@ -14,7 +14,10 @@ export interface ChatTemplateSource {
 export interface ChatPromptRequest {
     messages: ChatMessage[];
     tools: ToolDefinition[];
+    /** Template variables (`chat_template_kwargs`); they win over the reasoning switch's. */
     templateKwargs: Record<string, unknown>;
+    /** Reason or not, and how hard; undefined: the template's default. The format turns it into its template's variables. */
+    reasoning: ReasoningSwitch | undefined;
 }
 
 export interface ChatPrompt {
@@ -39,7 +42,7 @@ export function buildChatPrompt(source: ChatTemplateSource, request: ChatPromptR
         addGenerationPrompt,
         bosToken: source.bosToken,
         eosToken: source.eosToken,
-        kwargs: request.templateKwargs,
+        kwargs: { ...format.reasoningVariables(request.reasoning), ...request.templateKwargs },
         templateMessages: format.templateMessages
     });
     return { text, format, ...format.readPrompt(text), tools: request.tools };

@@ -133,7 +133,7 @@ export async function startCompletionGeneration(model: ServingModel, request: Co
  * for a slot. Only a prompt absurdly longer than the context (by characters) is refused; the
  * prompt limit is not applied, so a client can learn how far over it is.
  */
-export function countChatPromptTokens(model: Pick<ServingModel, "engine" | "chatTemplate">, request: Pick<ChatGenerationRequest, "messages" | "tools" | "templateKwargs">,
+export function countChatPromptTokens(model: Pick<ServingModel, "engine" | "chatTemplate">, request: Pick<ChatGenerationRequest, "messages" | "tools" | "templateKwargs" | "reasoning">,
     options: Pick<GenerationOptions, "promptParam"> = {}): number {
     const param = options.promptParam ?? "messages";
     const prompt = renderConversation(model.chatTemplate, request, true, param);

@@ -13,7 +13,7 @@ const packagedQwen3Template = (
 ).chat_template;
 
 const source = (template: string): ChatTemplateSource => ({ template, bosToken: "", eosToken: "<|im_end|>", format: hermesFormat });
-const request = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools: [], templateKwargs: {} });
+const request = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools: [], templateKwargs: {}, reasoning: undefined });
 const render = (template: string, messages: ChatMessage[]): string => buildChatPrompt(source(template), request(messages)).text;
 
 const firstTurn: ChatMessage[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "What is 2+2?" }];

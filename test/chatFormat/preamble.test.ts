@@ -12,7 +12,8 @@ const tool = (name: string): ToolDefinition => ({ name, description: `The ${name
 const session = (user: string, tools: ToolDefinition[] = [tool("read_file")]): ChatPromptRequest => ({
     messages: [{ role: "system", content: "You are the coder agent. Follow the house style." }, { role: "user", content: user }] satisfies ChatMessage[],
     tools,
-    templateKwargs: {}
+    templateKwargs: {},
+    reasoning: undefined
 });
 const prompt = (from: ChatTemplateSource, request: ChatPromptRequest): string => buildChatPrompt(from, request).text;
 

@@ -1,6 +1,6 @@
 import type { FormatGrammar } from "../../grammar/answerGrammar.js";
 import type { TemplateMessage } from "../templateMessages.js";
-import type { ChatMessage, OutputPart, ToolDefinition } from "../types.js";
+import type { ChatMessage, OutputPart, ReasoningSwitch, ToolDefinition } from "../types.js";
 
 /**
  * A model family's chat format: everything Maple must know about how that family writes reasoning
@@ -13,6 +13,11 @@ export interface ChatFormat {
     readonly name: string;
     /** The grammar pieces that enforce an answer (tool calls, JSON) in this family's syntax. */
     readonly grammar: FormatGrammar;
+    /**
+     * The template variables that carry a reasoning switch (Qwen3: `enable_thinking`), under the
+     * request's own `chat_template_kwargs`. Undefined switch: none (the template's default).
+     */
+    reasoningVariables(reasoning: ReasoningSwitch | undefined): Record<string, unknown>;
     /**
      * The conversation as this family's template reads it: history tool calls, tool results and
      * reasoning in the shape its template renders back into the family's own tokens.

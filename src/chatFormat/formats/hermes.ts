@@ -3,6 +3,7 @@ import { toolCallGrammarSchema } from "../../grammar/jsonSchemaSubset.js";
 import { MarkerOutputParser, type MarkerSyntax } from "../outputParser.js";
 import { toTemplateMessages } from "../templateMessages.js";
 import { parseToolCallBody } from "../toolCallBody.js";
+import type { ReasoningSwitch } from "../types.js";
 import type { ChatFormat, PromptStart } from "./chatFormat.js";
 
 /**
@@ -69,6 +70,14 @@ const syntax: MarkerSyntax = {
     }]
 };
 
+/**
+ * Qwen3's switch, `enable_thinking` (also GLM-4.5's, SmolLM3's and Maple's): on or off, no
+ * levels (an effort turns it on).
+ */
+export function enableThinkingVariables(reasoning: ReasoningSwitch | undefined): Record<string, unknown> {
+    return reasoning === undefined ? {} : { enable_thinking: reasoning.enabled };
+}
+
 export const hermesFormat: ChatFormat = {
     name: "hermes",
     grammar: thinkBlockGrammar(syntax.reasoning!, async ({ tools, parallel }, rules) => [
@@ -77,6 +86,7 @@ export const hermesFormat: ChatFormat = {
         `maple-call ::= ${gbnfLiteral(`${TOOL_CALL_OPEN}\n`)} call-maple-json ${gbnfLiteral(`\n${TOOL_CALL_CLOSE}`)}`,
         await rules(toolCallGrammarSchema(tools), "call-")
     ]),
+    reasoningVariables: enableThinkingVariables,
     templateMessages: (messages, template) => toTemplateMessages(messages, template.includes("developer")),
     readPrompt: (prompt) => thinkPromptStart(prompt),
     createParser: (options) => new MarkerOutputParser(syntax, options)
