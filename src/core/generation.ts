@@ -12,7 +12,9 @@ import type { ChoiceReader } from "./choiceReader.js";
 import { CompletionChoice } from "./completionChoice.js";
 import { sumUsage, type GenerationPart, type Usage } from "./parts.js";
 import { checkChoiceCount, checkLogitBias, checkPromptCharacters, checkPromptLength, checkPromptTokenIds, promptTokenLimit, tokenizePrompt } from "./promptChecks.js";
+import { preservedTokens } from "./preservedTokens.js";
 import { renderConversation } from "./renderConversation.js";
+import type { PreservedTokens } from "../text/tokenTextDecoder.js";
 import type { ChatGenerationRequest, CompletionGenerationRequest, GenerationSettings } from "./request.js";
 
 /** What the core generates with: a loaded model's engine, its slots' scheduler, and its chat template. */
@@ -83,7 +85,8 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     const nextTurnPrefix = engine.model.slidingWindow > 0 ? nextTurnPrefixTokens(engine, model.chatTemplate, request, prompt.text, promptTokens) : undefined;
     const preambleTokens = preambleTokenCount(engine, model.chatTemplate, request, prompt.text, promptTokens);
-    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix, preambleTokens }, choices, options);
+    const preserved = preservedTokens(engine, prompt.format.preservedTokens);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, nextTurnPrefix, preambleTokens, preserved }, choices, options);
 }
 
 /**
@@ -165,13 +168,16 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
 }
 
 async function startChoices(model: ServingModel,
-    start: { promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; preambleTokens?: number },
+    start: {
+        promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; preambleTokens?: number;
+        preserved?: PreservedTokens;
+    },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;
     const request: TextGenerationRequest = {
         promptTokens: start.promptTokens, sampling: start.sampling, maxTokens: settings.maxTokens, stop: settings.stop,
         signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix,
-        preambleTokens: start.preambleTokens
+        preambleTokens: start.preambleTokens, preservedTokens: start.preserved
     };
     const generations = await startTextGenerations(model.engine, model.scheduler, request,
         choices.map((choice) => ({ grammar: choice.grammar, observer: options.observe?.() })));

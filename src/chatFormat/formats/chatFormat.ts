@@ -11,6 +11,13 @@ import type { ChatMessage, OutputPart, ReasoningSwitch, ToolDefinition } from ".
 export interface ChatFormat {
     /** What `--chat-format` takes and `/health` reports. */
     readonly name: string;
+    /**
+     * The family's markers that a real model writes as special tokens (gpt-oss's `<|channel|>`,
+     * Mistral's `[TOOL_CALLS]`), which a detokenizer leaves out: they must reach the output parser
+     * as text (llama-server's `preserved_tokens`). Markers that are plain text in the served
+     * model's vocabulary are left alone.
+     */
+    readonly preservedTokens: readonly string[];
     /** The grammar pieces that enforce an answer (tool calls, JSON) in this family's syntax. */
     readonly grammar: FormatGrammar;
     /**

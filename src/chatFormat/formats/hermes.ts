@@ -80,6 +80,8 @@ export function enableThinkingVariables(reasoning: ReasoningSwitch | undefined):
 
 export const hermesFormat: ChatFormat = {
     name: "hermes",
+    // Plain added tokens in Qwen's vocabularies; special ones in some Llama-based Hermes GGUFs.
+    preservedTokens: [THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE],
     grammar: thinkBlockGrammar(syntax.reasoning!, async ({ tools, parallel }, rules) => [
         // Qwen3's and Hermes' layout: each call on its own lines, calls separated by a newline.
         `maple-calls ::= ${parallel ? 'maple-call ( "\\n" maple-call )*' : "maple-call"}`,
