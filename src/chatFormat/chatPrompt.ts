@@ -43,7 +43,8 @@ export function buildChatPrompt(source: ChatTemplateSource, request: ChatPromptR
         bosToken: source.bosToken,
         eosToken: source.eosToken,
         kwargs: { ...format.reasoningVariables(request.reasoning), ...request.templateKwargs },
-        templateMessages: format.templateMessages
+        templateMessages: format.templateMessages,
+        templateTools: format.templateTools
     });
     return { text, format, ...format.readPrompt(text), tools: request.tools };
 }

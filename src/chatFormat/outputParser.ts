@@ -1,6 +1,7 @@
-import type { OutputParser, OutputParserOptions } from "./formats/chatFormat.js";
+import type { OutputParserOptions } from "./formats/chatFormat.js";
+import { decidedLength, IncrementalParser, type PartList } from "./incrementalParser.js";
 import type { ParsedToolCall } from "./toolCallBody.js";
-import type { OutputPart, ToolDefinition } from "./types.js";
+import type { ToolDefinition } from "./types.js";
 
 /**
  * The markers of a family that writes reasoning as one block before its answer and tool calls as
@@ -81,14 +82,12 @@ type LeadingWhitespace =
  *
  * Stop strings are not handled here: they are applied to the raw text before this parser.
  */
-export class MarkerOutputParser implements OutputParser {
+export class MarkerOutputParser extends IncrementalParser {
     readonly #syntax: MarkerSyntax;
     readonly #options: OutputParserOptions;
     /** The opening markers searched for anywhere in the answer (not the answer-start-only ones). */
     readonly #openings: readonly string[];
     #phase: Phase = "start";
-    /** Text received but not yet decided. */
-    #pending = "";
     #leadingWhitespace: LeadingWhitespace = "keep";
     /** The open tool-call block, while `#phase` is "toolCall". */
     #block: ToolBlock | undefined;
@@ -96,9 +95,9 @@ export class MarkerOutputParser implements OutputParser {
     #whitespaceBeforeBlock = "";
     /** Content or a tool call has been emitted: an answer-start-only block can no longer open. */
     #answerStarted = false;
-    #flushed = false;
 
     constructor(syntax: MarkerSyntax, options: OutputParserOptions) {
+        super();
         this.#syntax = syntax;
         this.#options = { ...options };
         this.#openings = syntax.toolBlocks.filter((block) => block.atAnswerStart !== true).map((block) => block.open);
@@ -112,29 +111,11 @@ export class MarkerOutputParser implements OutputParser {
         return this.#phase === "reasoning" || (this.#phase === "start" && this.#options.startsInReasoning);
     }
 
-    push(text: string): OutputPart[] {
-        if (this.#flushed) throw new Error("MarkerOutputParser.push called after flush");
-        this.#pending += text;
-        return this.#drain(false);
-    }
-
-    flush(): OutputPart[] {
-        if (this.#flushed) return [];
-        const parts = this.#drain(true);
-        this.#flushed = true;
-        return parts;
-    }
-
-    #drain(final: boolean): OutputPart[] {
-        const parts = new PartList();
-        while (this.#step(parts, final)) {
-            // the phase changed: let the new phase look at what is left
-        }
+    protected override drained(parts: PartList): void {
         this.#answerStarted ||= parts.answered;
-        return parts.parts;
     }
 
-    #step(parts: PartList, final: boolean): boolean {
+    protected step(parts: PartList, final: boolean): boolean {
         switch (this.#phase) {
             case "start":
                 return this.#stepStart(final);
@@ -155,9 +136,9 @@ export class MarkerOutputParser implements OutputParser {
     #stepStart(final: boolean): boolean {
         const reasoning = this.#syntax.reasoning;
         if (reasoning !== undefined) {
-            const text = this.#pending.trimStart();
+            const text = this.pending.trimStart();
             if (text.startsWith(reasoning.open)) {
-                this.#pending = text.slice(reasoning.open.length);
+                this.pending = text.slice(reasoning.open.length);
                 this.#enter("reasoning", "drop");
                 return true;
             }
@@ -172,19 +153,19 @@ export class MarkerOutputParser implements OutputParser {
     #stepReasoning(parts: PartList, final: boolean): boolean {
         if (!this.#settleLeadingWhitespace(final)) return false;
         const close = this.#syntax.reasoning!.close;
-        const end = this.#pending.indexOf(close);
+        const end = this.pending.indexOf(close);
         if (end >= 0) {
-            parts.addText("reasoning", this.#pending.slice(0, end).trimEnd());
-            this.#pending = this.#pending.slice(end + close.length);
+            parts.addText("reasoning", this.pending.slice(0, end).trimEnd());
+            this.pending = this.pending.slice(end + close.length);
             this.#enter("answer", "drop");
             return true;
         }
         if (final) {
             // Cut off mid-thought: all of it is reasoning (trimmed like a closed block).
-            parts.addText("reasoning", this.#pending.trimEnd());
-            this.#pending = "";
+            parts.addText("reasoning", this.pending.trimEnd());
+            this.pending = "";
         } else {
-            this.#release(parts, "reasoning", decidedLength(this.#pending, [close]));
+            this.#release(parts, "reasoning", decidedLength(this.pending, [close], true));
         }
         return false;
     }
@@ -192,22 +173,22 @@ export class MarkerOutputParser implements OutputParser {
     #stepAnswer(parts: PartList, final: boolean): boolean {
         if (!this.#settleLeadingWhitespace(final)) return false;
         if (this.#options.tools.length === 0 || this.#syntax.toolBlocks.length === 0) {
-            this.#release(parts, "content", final ? this.#pending.length : decidedLength(this.#pending, []));
+            this.#release(parts, "content", final ? this.pending.length : decidedLength(this.pending, [], false));
             return false;
         }
         const found = this.#findBlock(this.#answerStarted || parts.answered, final);
         if (found === "undecided") return false;
         if (found !== undefined) {
-            const before = this.#pending.slice(0, found.at);
+            const before = this.pending.slice(0, found.at);
             const text = before.trimEnd();
             parts.addText("content", text);
             this.#whitespaceBeforeBlock = before.slice(text.length);
-            this.#pending = this.#pending.slice(found.at + (found.block.openInBody === true ? 0 : found.block.open.length));
+            this.pending = this.pending.slice(found.at + (found.block.openInBody === true ? 0 : found.block.open.length));
             this.#block = found.block;
             this.#enter("toolCall", "keep");
             return true;
         }
-        this.#release(parts, "content", final ? this.#pending.length : decidedLength(this.#pending, this.#openings));
+        this.#release(parts, "content", final ? this.pending.length : decidedLength(this.pending, this.#openings, true));
         return false;
     }
 
@@ -221,14 +202,14 @@ export class MarkerOutputParser implements OutputParser {
             let at: number;
             if (block.atAnswerStart === true) {
                 if (answerStarted) continue;
-                const text = this.#pending.trimStart();
-                at = this.#pending.length - text.length;
+                const text = this.pending.trimStart();
+                at = this.pending.length - text.length;
                 if (!text.startsWith(block.open)) {
                     if (!final && block.open.startsWith(text)) return "undecided";
                     continue;
                 }
             } else {
-                at = this.#pending.indexOf(block.open);
+                at = this.pending.indexOf(block.open);
                 if (at < 0) continue;
             }
             if (found === undefined || at < found.at) found = { block, at };
@@ -239,11 +220,11 @@ export class MarkerOutputParser implements OutputParser {
     #stepToolCall(parts: PartList, final: boolean): boolean {
         const block = this.#block!;
         const opening = block.openInBody === true ? "" : block.open;
-        const close = block.close === undefined ? -1 : this.#pending.indexOf(block.close);
+        const close = block.close === undefined ? -1 : this.pending.indexOf(block.close);
         if (close < 0) {
-            const possible = block.stillPossible?.(this.#pending) ?? true;
+            const possible = block.stillPossible?.(this.pending) ?? true;
             if (final && block.close === undefined && possible) {
-                return this.#endBlock(parts, this.#pending, "");
+                return this.#endBlock(parts, this.pending, "");
             }
             if (final || !possible) {
                 // Unclosed at the end of generation, or no call after all: the client sees the text.
@@ -255,13 +236,13 @@ export class MarkerOutputParser implements OutputParser {
             }
             return false;
         }
-        return this.#endBlock(parts, this.#pending.slice(0, close), block.close!);
+        return this.#endBlock(parts, this.pending.slice(0, close), block.close!);
     }
 
     /** The block's whole body has arrived: its calls, or the block kept as content. */
     #endBlock(parts: PartList, body: string, close: string): boolean {
         const block = this.#block!;
-        this.#pending = this.#pending.slice(body.length + close.length);
+        this.pending = this.pending.slice(body.length + close.length);
         const calls = block.parse(body, this.#options.tools);
         if (calls === undefined || calls.length === 0) {
             const opening = block.openInBody === true ? "" : block.open;
@@ -283,9 +264,9 @@ export class MarkerOutputParser implements OutputParser {
      */
     #settleLeadingWhitespace(final: boolean): boolean {
         if (this.#leadingWhitespace === "keep") return true;
-        if (this.#leadingWhitespace === "drop") this.#pending = this.#pending.trimStart();
-        if (this.#pending.trim() === "") {
-            if (final) this.#pending = "";
+        if (this.#leadingWhitespace === "drop") this.pending = this.pending.trimStart();
+        if (this.pending.trim() === "") {
+            if (final) this.pending = "";
             return false;
         }
         // Text follows: "dropUnlessTextFollows" keeps the whitespace before it; a block opening
@@ -295,54 +276,7 @@ export class MarkerOutputParser implements OutputParser {
     }
 
     #release(parts: PartList, type: "reasoning" | "content", length: number): void {
-        parts.addText(type, this.#pending.slice(0, length));
-        this.#pending = this.#pending.slice(length);
-    }
-}
-
-/**
- * How much of `text` can be emitted now: everything before the longest suffix that is a proper
- * prefix of one of `markers`, before the whitespace preceding that (trimmed if the marker
- * completes; with no markers, whitespace is not held), and never ending between the two halves of
- * a surrogate pair (a lone surrogate cannot be sent as UTF-8).
- */
-function decidedLength(text: string, markers: readonly string[]): number {
-    let length = text.length;
-    if (markers.length > 0) {
-        for (const marker of markers) {
-            for (let size = Math.min(marker.length - 1, text.length); size > 0; size--) {
-                if (text.endsWith(marker.slice(0, size))) {
-                    length = Math.min(length, text.length - size);
-                    break;
-                }
-            }
-        }
-        while (length > 0 && /\s/.test(text.charAt(length - 1))) length--;
-    }
-    if (length > 0 && isHighSurrogate(text.charCodeAt(length - 1))) length--;
-    return length;
-}
-
-function isHighSurrogate(code: number): boolean {
-    return code >= 0xd800 && code <= 0xdbff;
-}
-
-/** The parts of one push/flush, with adjacent text of the same type merged and empty text skipped. */
-class PartList {
-    readonly parts: OutputPart[] = [];
-    /** Content or a tool call is among the parts. */
-    answered = false;
-
-    addText(type: "reasoning" | "content", text: string): void {
-        if (text === "") return;
-        if (type === "content") this.answered = true;
-        const last = this.parts.at(-1);
-        if (last !== undefined && last.type !== "tool_call" && last.type === type) last.text += text;
-        else this.parts.push({ type, text });
-    }
-
-    addToolCall(call: ParsedToolCall): void {
-        this.answered = true;
-        this.parts.push({ type: "tool_call", name: call.name, arguments: call.arguments });
+        parts.addText(type, this.pending.slice(0, length));
+        this.pending = this.pending.slice(length);
     }
 }

@@ -1,5 +1,5 @@
 import { Template } from "@huggingface/jinja";
-import { toTemplateMessages, toTemplateTools, type TemplateMessage } from "./templateMessages.js";
+import { toTemplateMessages, toTemplateTools, type TemplateMessage, type TemplateTool } from "./templateMessages.js";
 import { chatMlTemplate } from "./templates/chatml.js";
 import type { ChatMessage, ToolDefinition } from "./types.js";
 
@@ -27,6 +27,8 @@ export interface RenderChatOptions {
      * Default: the OpenAI / Transformers dicts of `toTemplateMessages`.
      */
     templateMessages?: (messages: readonly ChatMessage[], template: string) => TemplateMessage[];
+    /** The tools as the family's template reads them (`ChatFormat.templateTools`). Default: `toTemplateTools`. */
+    templateTools?: (tools: readonly ToolDefinition[]) => TemplateTool[];
 }
 
 /**
@@ -70,7 +72,7 @@ export function renderChatPrompt(options: RenderChatOptions): string {
         bos_token: options.bosToken,
         eos_token: options.eosToken
     };
-    if (options.tools !== undefined && options.tools.length > 0) variables["tools"] = toTemplateTools(options.tools);
+    if (options.tools !== undefined && options.tools.length > 0) variables["tools"] = (options.templateTools ?? toTemplateTools)(options.tools);
     else delete variables["tools"];
     try {
         return template.render(variables);

@@ -1,5 +1,5 @@
 import type { FormatGrammar } from "../../grammar/answerGrammar.js";
-import type { TemplateMessage } from "../templateMessages.js";
+import type { TemplateMessage, TemplateTool } from "../templateMessages.js";
 import type { ChatMessage, OutputPart, ReasoningSwitch, ToolDefinition } from "../types.js";
 
 /**
@@ -30,6 +30,8 @@ export interface ChatFormat {
      * reasoning in the shape its template renders back into the family's own tokens.
      */
     templateMessages(messages: readonly ChatMessage[], template: string): TemplateMessage[];
+    /** The tools as this family's template reads them (`toTemplateTools`, the OpenAI shape, for most). */
+    templateTools(tools: readonly ToolDefinition[]): TemplateTool[];
     /** How the model's output begins after this rendered prompt. */
     readPrompt(prompt: string): PromptStart;
     /** A parser for one generation's output. */

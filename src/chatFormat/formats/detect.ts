@@ -15,6 +15,8 @@ interface DetectionRule {
 }
 
 const rules: readonly DetectionRule[] = [
+    // gpt-oss: llama.cpp's first specialised template (`src.find("<|channel|>")`).
+    { format: "harmony", because: "writes harmony's <|channel|> headers", matches: (template) => template.includes("<|channel|>") },
     // Hermes 2/3 Pro, Qwen2.5, QwQ, Qwen3: llama.cpp's last `<tool_call>` rule (hermes_2_pro).
     { format: "hermes", because: "writes <tool_call> blocks", matches: (template) => template.includes("<tool_call>") }
 ];

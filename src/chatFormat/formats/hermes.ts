@@ -1,7 +1,7 @@
 import { gbnfLiteral, type FormatGrammar } from "../../grammar/answerGrammar.js";
 import { toolCallGrammarSchema } from "../../grammar/jsonSchemaSubset.js";
 import { MarkerOutputParser, type MarkerSyntax } from "../outputParser.js";
-import { toTemplateMessages } from "../templateMessages.js";
+import { toTemplateMessages, toTemplateTools } from "../templateMessages.js";
 import { parseToolCallBody } from "../toolCallBody.js";
 import type { ReasoningSwitch } from "../types.js";
 import type { ChatFormat, PromptStart } from "./chatFormat.js";
@@ -90,6 +90,7 @@ export const hermesFormat: ChatFormat = {
     ]),
     reasoningVariables: enableThinkingVariables,
     templateMessages: (messages, template) => toTemplateMessages(messages, template.includes("developer")),
+    templateTools: toTemplateTools,
     readPrompt: (prompt) => thinkPromptStart(prompt),
     createParser: (options) => new MarkerOutputParser(syntax, options)
 };

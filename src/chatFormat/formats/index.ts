@@ -1,5 +1,6 @@
 import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
+import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
 import type { ChatFormatName, ChatFormatSetting } from "./names.js";
 
@@ -8,7 +9,8 @@ export { chatFormatNames, type ChatFormatName, type ChatFormatSetting } from "./
 
 /** Every chat format Maple knows, by name. */
 export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
-    hermes: hermesFormat
+    hermes: hermesFormat,
+    harmony: harmonyFormat
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */

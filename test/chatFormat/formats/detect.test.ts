@@ -8,6 +8,7 @@ import { realTemplate } from "../../helpers/chatTemplates.js";
 
 /** Each family's real templates, and the format they must be detected as. */
 const families: readonly { format: string; templates: readonly string[] }[] = [
+    { format: "harmony", templates: ["openai-gpt-oss-120b.jinja"] },
     {
         format: "hermes",
         templates: [
