@@ -44,6 +44,16 @@ const families: readonly Family[] = [
             "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Lagos\"}<|call|>",
             "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"31C\"<|end|>"
         ]
+    },
+    {
+        // Qwen3.5 (the XML calls, and <think> opened by the prompt).
+        format: "qwen3-coder",
+        template: "Qwen3.5-4B.jinja",
+        answer: "Adding.\n</think>\n\n4",
+        twoCalls: "Two tools.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>\n"
+            + "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+        markers: ["<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "<parameter="],
+        roundTrip: ["<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"]
     }
 ];
 

@@ -17,6 +17,13 @@ interface DetectionRule {
 const rules: readonly DetectionRule[] = [
     // gpt-oss: llama.cpp's first specialised template (`src.find("<|channel|>")`).
     { format: "harmony", because: "writes harmony's <|channel|> headers", matches: (template) => template.includes("<|channel|>") },
+    // Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5 Flash: llama.cpp's specialised rule (before
+    // Hermes, whose <tool_call> it shares), which leaves out templates without the newlines.
+    {
+        format: "qwen3-coder", because: "writes <tool_call> blocks of <function=…> and <parameter=…>",
+        matches: (template) => template.includes("<tool_call>") && template.includes("<function=") && template.includes("<parameter=")
+            && !template.includes("'<tool_call><function=' ~ tool_call.name ~ '>'")
+    },
     // Hermes 2/3 Pro, Qwen2.5, QwQ, Qwen3: llama.cpp's last `<tool_call>` rule (hermes_2_pro).
     { format: "hermes", because: "writes <tool_call> blocks", matches: (template) => template.includes("<tool_call>") }
 ];

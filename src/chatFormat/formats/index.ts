@@ -2,6 +2,7 @@ import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
+import { qwen3CoderFormat } from "./qwen3Coder.js";
 import type { ChatFormatName, ChatFormatSetting } from "./names.js";
 
 export type { ChatFormat, OutputParser, OutputParserOptions, PromptStart } from "./chatFormat.js";
@@ -10,7 +11,8 @@ export { chatFormatNames, type ChatFormatName, type ChatFormatSetting } from "./
 /** Every chat format Maple knows, by name. */
 export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     hermes: hermesFormat,
-    harmony: harmonyFormat
+    harmony: harmonyFormat,
+    "qwen3-coder": qwen3CoderFormat
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */

@@ -9,6 +9,7 @@ import { realTemplate } from "../../helpers/chatTemplates.js";
 /** Each family's real templates, and the format they must be detected as. */
 const families: readonly { format: string; templates: readonly string[] }[] = [
     { format: "harmony", templates: ["openai-gpt-oss-120b.jinja"] },
+    { format: "qwen3-coder", templates: ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"] },
     {
         format: "hermes",
         templates: [
