@@ -108,7 +108,7 @@ export class MarkerOutputParser extends IncrementalParser {
      * the generation counts a token as a reasoning token when this holds as the token arrives.
      */
     get inReasoning(): boolean {
-        return this.#phase === "reasoning" || (this.#phase === "start" && this.#options.startsInReasoning);
+        return this.#phase === "reasoning" || (this.#phase === "start" && this.#options.startsInReasoning && this.#syntax.reasoning !== undefined);
     }
 
     protected override drained(parts: PartList): void {

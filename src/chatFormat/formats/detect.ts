@@ -25,7 +25,13 @@ const rules: readonly DetectionRule[] = [
             && !template.includes("'<tool_call><function=' ~ tool_call.name ~ '>'")
     },
     // Hermes 2/3 Pro, Qwen2.5, QwQ, Qwen3: llama.cpp's last `<tool_call>` rule (hermes_2_pro).
-    { format: "hermes", because: "writes <tool_call> blocks", matches: (template) => template.includes("<tool_call>") }
+    { format: "hermes", because: "writes <tool_call> blocks", matches: (template) => template.includes("<tool_call>") },
+    // Llama 3.1 / 3.2 / 3.3: llama.cpp's rule (after Hermes, whose Llama-based templates use ChatML),
+    // less functionary v3.1, which has the same ipython role and writes <function=…> calls.
+    {
+        format: "llama3", because: "has Llama 3's ipython role",
+        matches: (template) => template.includes("<|start_header_id|>ipython<|end_header_id|>") && !template.includes("<function=")
+    }
 ];
 
 /** The family a template is detected as, and why; undefined when no rule matches. */

@@ -1,5 +1,5 @@
 import { gbnfLiteral, type FormatGrammar } from "../../grammar/answerGrammar.js";
-import { toTemplateMessages, toTemplateTools, type TemplateMessage } from "../templateMessages.js";
+import { oneCallPerTurn, toTemplateMessages, toTemplateTools, type TemplateMessage } from "../templateMessages.js";
 import { decidedLength, IncrementalParser, type PartList } from "../incrementalParser.js";
 import type { ChatMessage, ReasoningSwitch, ToolDefinition } from "../types.js";
 import type { ChatFormat, OutputParserOptions } from "./chatFormat.js";
@@ -205,30 +205,6 @@ function harmonyTemplateMessages(messages: readonly ChatMessage[]): TemplateMess
         converted.push(templateMessage!);
     }
     return converted;
-}
-
-/** Assistant turns with several calls become one turn per call, each followed by its result. */
-function oneCallPerTurn(messages: readonly ChatMessage[]): ChatMessage[] {
-    const result: ChatMessage[] = [];
-    for (let index = 0; index < messages.length; index++) {
-        const message = messages[index]!;
-        if (message.role !== "assistant" || message.toolCalls === undefined || message.toolCalls.length < 2) {
-            result.push(message);
-            continue;
-        }
-        const results: ChatMessage[] = [];
-        while (messages[index + 1]?.role === "tool") results.push(messages[++index]!);
-        message.toolCalls.forEach((call, callIndex) => {
-            result.push(callIndex === 0 ? { ...message, toolCalls: [call] } : { role: "assistant", content: null, toolCalls: [call] });
-            const answer = results.find((item) => item.role === "tool" && item.toolCallId === call.id) ?? results.find((item) => item.role === "tool" && item.toolCallId === undefined);
-            if (answer !== undefined) {
-                results.splice(results.indexOf(answer), 1);
-                result.push(answer);
-            }
-        });
-        result.push(...results);
-    }
-    return result;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
+import { llama3Format } from "./llama3.js";
 import { qwen3CoderFormat } from "./qwen3Coder.js";
 import type { ChatFormatName, ChatFormatSetting } from "./names.js";
 
@@ -12,7 +13,8 @@ export { chatFormatNames, type ChatFormatName, type ChatFormatSetting } from "./
 export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     hermes: hermesFormat,
     harmony: harmonyFormat,
-    "qwen3-coder": qwen3CoderFormat
+    "qwen3-coder": qwen3CoderFormat,
+    llama3: llama3Format
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */

@@ -9,6 +9,7 @@ import { realTemplate } from "../../helpers/chatTemplates.js";
 /** Each family's real templates, and the format they must be detected as. */
 const families: readonly { format: string; templates: readonly string[] }[] = [
     { format: "harmony", templates: ["openai-gpt-oss-120b.jinja"] },
+    { format: "llama3", templates: ["meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"] },
     { format: "qwen3-coder", templates: ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"] },
     {
         format: "hermes",
@@ -30,6 +31,10 @@ describe("chat format detection", () => {
 
     it("recognises Maple's own templates and the ChatML fallback as hermes", () => {
         for (const template of [mapleChatTemplate, qwen3ChatTemplate, chatMlFallbackTemplate]) assert.equal(detectChatFormat(template)?.format, "hermes");
+    });
+
+    it("leaves functionary v3.1 (Llama 3's ipython role, <function=…> calls) to the default", () => {
+        assert.equal(detectChatFormat(realTemplate("meetkai-functionary-medium-v3.1.jinja")), undefined);
     });
 
     it("recognises nothing in a template without tool or reasoning markers (Gemma 2), which gets the default", () => {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { OutputParserOptions } from "../../../src/chatFormat/formats/chatFormat.js";
 import { buildChatPrompt, type ChatPromptRequest } from "../../../src/chatFormat/chatPrompt.js";
 import { harmonyFormat } from "../../../src/chatFormat/formats/harmony.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/chatFormat/types.js";
@@ -10,18 +11,13 @@ import { content, reasoning, replayFixtures, toolCall, type ReplayFixture } from
 const weather: ToolDefinition = { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } };
 const time: ToolDefinition = { name: "get_time", parameters: { type: "object", properties: {} } };
 
-interface HarmonyOptions {
-    startsInReasoning: boolean;
-    tools: readonly ToolDefinition[];
-}
-
-const withTools: HarmonyOptions = { startsInReasoning: false, tools: [weather, time] };
-const noTools: HarmonyOptions = { startsInReasoning: false, tools: [] };
+const withTools: OutputParserOptions = { startsInReasoning: false, tools: [weather, time] };
+const noTools: OutputParserOptions = { startsInReasoning: false, tools: [] };
 
 const MARKERS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"];
 
 /** gpt-oss outputs, as the generation's text holds them (its <|call|> and <|return|> end the generation, so usually absent). */
-const fixtures: ReplayFixture<HarmonyOptions>[] = [
+const fixtures: ReplayFixture<OutputParserOptions>[] = [
     {
         name: "analysis, then the final answer",
         options: noTools,

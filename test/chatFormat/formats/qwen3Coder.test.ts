@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { OutputParserOptions } from "../../../src/chatFormat/formats/chatFormat.js";
 import { buildChatPrompt, type ChatPromptRequest } from "../../../src/chatFormat/chatPrompt.js";
 import { qwen3CoderFormat } from "../../../src/chatFormat/formats/qwen3Coder.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/chatFormat/types.js";
@@ -13,20 +14,15 @@ const write: ToolDefinition = {
     parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" }, append: { type: "boolean" }, meta: { type: "object" } } }
 };
 
-interface Options {
-    startsInReasoning: boolean;
-    tools: readonly ToolDefinition[];
-}
-
-const coder: Options = { startsInReasoning: false, tools: [weather, write] };
-const thinking: Options = { startsInReasoning: true, tools: [weather, write] };
+const coder: OutputParserOptions = { startsInReasoning: false, tools: [weather, write] };
+const thinking: OutputParserOptions = { startsInReasoning: true, tools: [weather, write] };
 
 const MARKERS = ["<think>", "</think>", "<tool_call>", "</tool_call>"];
 
 const call = (name: string, parameters: string): string => `<tool_call>\n<function=${name}>\n${parameters}</function>\n</tool_call>`;
 const parameter = (key: string, value: string): string => `<parameter=${key}>\n${value}\n</parameter>\n`;
 
-const fixtures: ReplayFixture<Options>[] = [
+const fixtures: ReplayFixture<OutputParserOptions>[] = [
     {
         name: "one call, its values read by the schema",
         options: coder,
