@@ -17,6 +17,14 @@ interface DetectionRule {
 const rules: readonly DetectionRule[] = [
     // gpt-oss: llama.cpp's first specialised template (`src.find("<|channel|>")`).
     { format: "harmony", because: "writes harmony's <|channel|> headers", matches: (template) => template.includes("<|channel|>") },
+    // Mistral v11+ (Ministral 3, Magistral, Devstral, Small 3.2): llama.cpp's Ministral 3 rule
+    // ([TOOL_CALLS] and [ARGS]) and Magistral's ([THINK] and [/THINK]).
+    {
+        format: "mistral", because: "writes [TOOL_CALLS]NAME[ARGS] calls or [THINK] blocks",
+        matches: (template) => (template.includes("[TOOL_CALLS]") && template.includes("[ARGS]")) || (template.includes("[THINK]") && template.includes("[/THINK]"))
+    },
+    // Mistral Nemo, Small 3.0 / 3.1: llama.cpp's last rule (mistral_nemo).
+    { format: "mistral-nemo", because: "writes [TOOL_CALLS] lists", matches: (template) => template.includes("[TOOL_CALLS]") },
     // Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5 Flash: llama.cpp's specialised rule (before
     // Hermes, whose <tool_call> it shares), which leaves out templates without the newlines.
     {

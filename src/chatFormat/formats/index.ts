@@ -3,6 +3,7 @@ import { detectChatFormat } from "./detect.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
 import { llama3Format } from "./llama3.js";
+import { mistralFormat, mistralNemoFormat } from "./mistral.js";
 import { qwen3CoderFormat } from "./qwen3Coder.js";
 import type { ChatFormatName, ChatFormatSetting } from "./names.js";
 
@@ -14,7 +15,9 @@ export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     hermes: hermesFormat,
     harmony: harmonyFormat,
     "qwen3-coder": qwen3CoderFormat,
-    llama3: llama3Format
+    llama3: llama3Format,
+    mistral: mistralFormat,
+    "mistral-nemo": mistralNemoFormat
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */
