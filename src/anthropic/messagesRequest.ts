@@ -4,7 +4,7 @@ import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatF
 import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
 import {
-    conversationKey, joinTextParts, maxStopStrings, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
+    conversationKey, joinTextParts, maxStopStrings, paramPath, parseWire, partText, reasoningSwitch, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
     samplingWire, selectTools, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules
 } from "../wire/index.js";
 import { thinkingFromSignature } from "./thinkingSignature.js";
@@ -86,7 +86,7 @@ const messagesWire = promptWire.merge(samplingWire).extend({
 });
 
 /** What the template needs from a Messages request (all that count_tokens reads). */
-export type MessagesPrompt = Pick<ChatGenerationRequest, "messages" | "tools" | "toolChoice" | "templateKwargs" | "answer"> & {
+export type MessagesPrompt = Pick<ChatGenerationRequest, "messages" | "tools" | "toolChoice" | "templateKwargs" | "reasoning" | "answer"> & {
     model: string | undefined;
 };
 
@@ -146,18 +146,10 @@ function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
         messages: [...(system === "" ? [] : [{ role: "system" as const, content: system }]), ...toChatMessages(wire.messages)],
         tools,
         toolChoice,
-        templateKwargs: { ...thinkingKwargs(wire.thinking ?? undefined), ...wire.chat_template_kwargs },
+        templateKwargs: wire.chat_template_kwargs ?? {},
+        reasoning: reasoningSwitch(wire.thinking == null ? undefined : wire.thinking.type !== "disabled"),
         answer: answerConstraint(json, toolChoice, offered, parallel, (index) => `tools[${wireIndex[index]}].input_schema`)
     };
-}
-
-/**
- * `thinking` → the template's thinking switch (`enable_thinking`, Qwen3's and Maple's name).
- * Absent: the template's default (maple-preview thinks). `chat_template_kwargs` wins over it.
- */
-function thinkingKwargs(thinking: z.infer<typeof wireThinking> | undefined): Record<string, unknown> {
-    if (thinking === undefined) return {};
-    return { enable_thinking: thinking.type !== "disabled" };
 }
 
 /** The tools shown to the model, each with its index in the request's `tools` (deferred ones are left out). */

@@ -41,7 +41,7 @@ const preamblesPerTemplate = 64;
 function preambleRender(source: ChatTemplateSource, request: ChatPromptRequest): PreambleRender | undefined {
     let renders = preambleRenders.get(source);
     if (renders === undefined) preambleRenders.set(source, renders = new LruCache(preamblesPerTemplate));
-    const key = JSON.stringify([request.messages, request.tools, request.templateKwargs]);
+    const key = JSON.stringify([request.messages, request.tools, request.templateKwargs, request.reasoning]);
     let render = renders.get(key);
     if (render === undefined) {
         try {

@@ -1,6 +1,5 @@
 import { Template } from "@huggingface/jinja";
-import { THINK_OPEN } from "./markers.js";
-import { toTemplateMessages, toTemplateTools } from "./templateMessages.js";
+import { toTemplateMessages, toTemplateTools, type TemplateMessage, type TemplateTool } from "./templateMessages.js";
 import { chatMlTemplate } from "./templates/chatml.js";
 import type { ChatMessage, ToolDefinition } from "./types.js";
 
@@ -23,6 +22,13 @@ export interface RenderChatOptions {
      * `add_generation_prompt`, `bos_token`, `eos_token`) win over a key of the same name.
      */
     kwargs?: Record<string, unknown>;
+    /**
+     * The messages as the model family's template reads them (`ChatFormat.templateMessages`).
+     * Default: the OpenAI / Transformers dicts of `toTemplateMessages`.
+     */
+    templateMessages?: (messages: readonly ChatMessage[], template: string) => TemplateMessage[];
+    /** The tools as the family's template reads them (`ChatFormat.templateTools`). Default: `toTemplateTools`. */
+    templateTools?: (tools: readonly ToolDefinition[]) => TemplateTool[];
 }
 
 /**
@@ -61,28 +67,18 @@ export function renderChatPrompt(options: RenderChatOptions): string {
     const template = parsedTemplate(options.template);
     const variables: Record<string, unknown> = {
         ...options.kwargs,
-        messages: toTemplateMessages(options.messages, options.template.includes("developer")),
+        messages: options.templateMessages?.(options.messages, options.template) ?? toTemplateMessages(options.messages, options.template.includes("developer")),
         add_generation_prompt: options.addGenerationPrompt,
         bos_token: options.bosToken,
         eos_token: options.eosToken
     };
-    if (options.tools !== undefined && options.tools.length > 0) variables["tools"] = toTemplateTools(options.tools);
+    if (options.tools !== undefined && options.tools.length > 0) variables["tools"] = (options.templateTools ?? toTemplateTools)(options.tools);
     else delete variables["tools"];
     try {
         return template.render(variables);
     } catch (error) {
         throw new TemplateRenderError(errorMessage(error), "render", { cause: error });
     }
-}
-
-/**
- * Whether the rendered prompt leaves generation inside an open `<think>` block, i.e. the prompt
- * ends with `<think>` (and possibly whitespace): Maple's template and the Qwen3-2507 thinking
- * models do that; stock Qwen3 leaves the model to open it, and `enable_thinking: false` closes it
- * in the prompt. Feeds `OutputParserOptions.startsInReasoning`.
- */
-export function promptEndsInsideThink(prompt: string): boolean {
-    return prompt.trimEnd().endsWith(THINK_OPEN);
 }
 
 const parsedTemplates = new Map<string, Template>();

@@ -68,3 +68,31 @@ function parseArguments(text: string): unknown {
     }
     return text;
 }
+
+/**
+ * For templates that render one call per assistant turn (gpt-oss's, Llama 3.1's): a turn of several
+ * calls becomes one turn per call, the first keeping the turn's content and reasoning, each
+ * followed by its result (matched by `toolCallId`, else the next one without an id).
+ */
+export function oneCallPerTurn(messages: readonly ChatMessage[]): ChatMessage[] {
+    const result: ChatMessage[] = [];
+    for (let index = 0; index < messages.length; index++) {
+        const message = messages[index]!;
+        if (message.role !== "assistant" || message.toolCalls === undefined || message.toolCalls.length < 2) {
+            result.push(message);
+            continue;
+        }
+        const results: ChatMessage[] = [];
+        while (messages[index + 1]?.role === "tool") results.push(messages[++index]!);
+        message.toolCalls.forEach((call, callIndex) => {
+            result.push(callIndex === 0 ? { ...message, toolCalls: [call] } : { role: "assistant", content: null, toolCalls: [call] });
+            const answer = results.find((item) => item.role === "tool" && item.toolCallId === call.id) ?? results.find((item) => item.role === "tool" && item.toolCallId === undefined);
+            if (answer !== undefined) {
+                results.splice(results.indexOf(answer), 1);
+                result.push(answer);
+            }
+        });
+        result.push(...results);
+    }
+    return result;
+}

@@ -27,6 +27,13 @@ export interface ToolDefinition {
  */
 export type ToolChoice = { type: "none" } | { type: "auto" } | { type: "required" } | { type: "function"; name: string };
 
+/**
+ * Whether the model should reason before it answers, and how hard: what every API's reasoning
+ * field becomes (`reasoningSwitch` in the wire kit), and what the model's chat format turns into
+ * its template's own variables. `effort` undefined: the template's default level.
+ */
+export type ReasoningSwitch = { enabled: false } | { enabled: true; effort: "low" | "medium" | "high" | undefined };
+
 /** One piece of parsed model output, in the order the model produced it. */
 export type OutputPart =
     | { type: "reasoning"; text: string }

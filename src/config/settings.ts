@@ -1,4 +1,5 @@
 import { availableParallelism, homedir } from "node:os";
+import { chatFormatNames, type ChatFormatSetting } from "../chatFormat/formats/names.js";
 import { processMemory } from "../processMemory.js";
 import { join } from "node:path";
 
@@ -46,6 +47,8 @@ export interface MapleConfig {
     maxQueueDepth: number;
     maxBodyBytes: number;
     chatTemplateFile: string | undefined;
+    /** The default model's chat format (how it writes reasoning and tool calls); `auto`: detected from its chat template. */
+    chatFormat: ChatFormatSetting;
     weightVersion: string;
     shutdownGraceSeconds: number;
     /** On SIGTERM, how long /health answers 503 while requests are still accepted, before the server stops accepting. */
@@ -274,6 +277,9 @@ export const settings = [
         help: "Largest request body accepted; larger → 413", parse: integer(1024, 1 << 30) }),
     define({ key: "chatTemplateFile", flag: "chat-template", env: "MAPLE_CHAT_TEMPLATE", valueName: "FILE", defaultValue: () => undefined,
         defaultText: "the model's own (GGUF tokenizer.chat_template), else ChatML", help: "Jinja chat template file to use instead of the model's", parse: nonEmpty }),
+    define({ key: "chatFormat", flag: "chat-format", env: "MAPLE_CHAT_FORMAT", valueName: "auto|NAME", defaultValue: () => "auto" as const,
+        defaultText: "auto", help: `The default model's reasoning and tool-call format: auto (detected from its chat template) or one of ${chatFormatNames.join(", ")} (docs/models.md)`,
+        parse: oneOf<ChatFormatSetting>(["auto", ...chatFormatNames]) }),
     define({ key: "weightVersion", flag: "weight-version", env: "MAPLE_WEIGHT_VERSION", valueName: "NAME", defaultValue: () => "default",
         help: "Reported as metadata.weight_version in chat responses", parse: nonEmpty }),
     define({ key: "shutdownGraceSeconds", flag: "shutdown-grace", env: "MAPLE_SHUTDOWN_GRACE", valueName: "SECONDS", defaultValue: () => 30,

@@ -1,7 +1,7 @@
 import type { ToolChoice, ToolDefinition } from "../chatFormat/types.js";
 import type { AnswerConstraint } from "../grammar/answerGrammar.js";
 import { grammarSchema } from "../grammar/clientSchema.js";
-import { toolCallGrammarSchema, type GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
+import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 
 /**
  * What the grammar enforces on the answer. Tool choice `required` (any offered tool) or a named
@@ -20,10 +20,7 @@ export function answerConstraint(json: { schema: GrammarJsonSchema | undefined }
         ? offered.filter((tool) => toolChoice.type !== "function" || tool.name === toolChoice.name)
         : [];
     const toolCalls = callable.length === 0 ? undefined : {
-        callSchema: toolCallGrammarSchema(callable.map((tool) => ({
-            name: tool.name,
-            parameters: grammarSchema(tool.parameters, toolParam(offered.indexOf(tool)))
-        }))),
+        tools: callable.map((tool) => ({ name: tool.name, parameters: grammarSchema(tool.parameters, toolParam(offered.indexOf(tool))) })),
         parallel: parallelToolCalls
     };
     if (enforced) return { toolCalls };

@@ -1,5 +1,5 @@
 import type { ChatPrompt } from "../chatFormat/chatPrompt.js";
-import { ChatOutputParser } from "../chatFormat/outputParser.js";
+import type { OutputParser } from "../chatFormat/formats/chatFormat.js";
 import type { OutputPart } from "../chatFormat/types.js";
 import type { EngineGrammar, GrammarSelector } from "../engine/types.js";
 import type { GeneratedPiece, GenerationSummary } from "./generateText.js";
@@ -15,7 +15,7 @@ import { tokenLogprobs, type TokenPieces } from "./tokenLogprobs.js";
  */
 export class ChatChoice implements ChoiceReader {
     readonly grammar: GrammarSelector | undefined;
-    private readonly parser: ChatOutputParser;
+    private readonly parser: OutputParser;
     private reasoningTokensSoFar = 0;
     private toolCalls = 0;
 
@@ -25,12 +25,12 @@ export class ChatChoice implements ChoiceReader {
      */
     constructor(prompt: ChatPrompt, grammars: AnswerGrammars<EngineGrammar> | undefined, private readonly includeReasoning: boolean,
         private readonly pieces: TokenPieces | undefined, thinkingBudget?: { tokens: number; closeThought: EngineGrammar }) {
-        this.parser = new ChatOutputParser({ startsInReasoning: prompt.startsInReasoning, parseToolCalls: prompt.parseToolCalls });
+        this.parser = prompt.format.createParser({ startsInReasoning: prompt.startsInReasoning, tools: prompt.tools });
         const answer = grammars === undefined ? undefined : answerGrammarSelector(this.parser, grammars);
         this.grammar = thinkingBudget === undefined ? answer : thinkingBudgetSelector(this, thinkingBudget.tokens, thinkingBudget.closeThought, answer);
     }
 
-    /** The model's think block is open: the next token is reasoning. */
+    /** The model's reasoning block is open: the next token is reasoning. */
     get inReasoning(): boolean {
         return this.parser.inReasoning;
     }

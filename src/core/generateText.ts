@@ -3,7 +3,7 @@ import type { Engine, GeneratedToken, GrammarSelector, SamplingOptions } from ".
 import type { Scheduler, SlotLease } from "../scheduler/scheduler.js";
 import { HeldTokens } from "../text/heldTokens.js";
 import { StopMatcher } from "../text/stopMatcher.js";
-import { TokenTextDecoder } from "../text/tokenTextDecoder.js";
+import { TokenTextDecoder, type PreservedTokens } from "../text/tokenTextDecoder.js";
 
 export interface TextGenerationRequest {
     promptTokens: readonly number[];
@@ -26,6 +26,8 @@ export interface TextGenerationRequest {
     loopStartPrefix?: number;
     /** Leading prompt tokens other sessions share (GenerationRequest.preambleTokens). */
     preambleTokens?: number;
+    /** Special tokens whose text the output keeps (the chat format's markers; see preservedTokens.ts). */
+    preservedTokens?: PreservedTokens;
 }
 
 /** What differs between the choices of one request (n > 1); `startTextGenerations` takes one per choice. */
@@ -173,7 +175,7 @@ async function* generateText(engine: Engine, lease: SlotLease, request: TextGene
             loopStartPrefix: request.loopStartPrefix,
             preambleTokens: request.preambleTokens
         });
-        const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous));
+        const decoder = new TokenTextDecoder((tokens, previous) => engine.detokenize(tokens, previous), request.preservedTokens);
         const stopMatcher = new StopMatcher(request.stop);
         const heldTokens = new HeldTokens<GeneratedToken>();
         const tokens = stream.tokens();

@@ -12,7 +12,9 @@ import type { ChoiceReader } from "./choiceReader.js";
 import { CompletionChoice } from "./completionChoice.js";
 import { sumUsage, type GenerationPart, type Usage } from "./parts.js";
 import { checkChoiceCount, checkLogitBias, checkPromptCharacters, checkPromptLength, checkPromptTokenIds, promptTokenLimit, tokenizePrompt } from "./promptChecks.js";
+import { preservedTokens } from "./preservedTokens.js";
 import { renderConversation } from "./renderConversation.js";
+import type { PreservedTokens } from "../text/tokenTextDecoder.js";
 import type { ChatGenerationRequest, CompletionGenerationRequest, GenerationSettings } from "./request.js";
 
 /** What the core generates with: a loaded model's engine, its slots' scheduler, and its chat template. */
@@ -77,12 +79,14 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     const grammars = request.answer === undefined ? undefined : await buildAnswerGrammars(engine, request.answer, prompt);
     const pieces = request.logprobs === undefined ? undefined : engine;
     // A client grammar decides the whole output, thought included: no budget on top of it.
-    const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined ? undefined
-        : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf, "the thinking budget") };
+    const closeReasoning = prompt.format.grammar.closeReasoning;
+    const thinkingBudget = request.thinkingBudget === undefined || request.grammar !== undefined || closeReasoning === undefined ? undefined
+        : { tokens: request.thinkingBudget, closeThought: await buildGrammar(engine, closeThoughtGbnf(closeReasoning), "the thinking budget") };
     const choices = Array.from({ length: request.n }, () => new ChatChoice(prompt, grammars, request.includeReasoning, pieces, thinkingBudget));
     const nextTurn = engine.model.slidingWindow > 0 ? nextTurnPrefixes(engine, model.chatTemplate, request, prompt.text, promptTokens) : {};
     const preambleTokens = preambleTokenCount(engine, model.chatTemplate, request, prompt.text, promptTokens);
-    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, ...nextTurn, preambleTokens }, choices, options);
+    const preserved = preservedTokens(engine, prompt.format.preservedTokens);
+    return startChoices(model, { promptTokens, sampling, settings: request, prompt: prompt.text, ...nextTurn, preambleTokens, preserved }, choices, options);
 }
 
 /**
@@ -158,7 +162,7 @@ export async function startCompletionGeneration(model: ServingModel, request: Co
  * for a slot. Only a prompt absurdly longer than the context (by characters) is refused; the
  * prompt limit is not applied, so a client can learn how far over it is.
  */
-export function countChatPromptTokens(model: Pick<ServingModel, "engine" | "chatTemplate">, request: Pick<ChatGenerationRequest, "messages" | "tools" | "templateKwargs">,
+export function countChatPromptTokens(model: Pick<ServingModel, "engine" | "chatTemplate">, request: Pick<ChatGenerationRequest, "messages" | "tools" | "templateKwargs" | "reasoning">,
     options: Pick<GenerationOptions, "promptParam"> = {}): number {
     const param = options.promptParam ?? "messages";
     const prompt = renderConversation(model.chatTemplate, request, true, param);
@@ -174,7 +178,7 @@ async function withClientGrammar(engine: Engine, request: GenerationSettings): P
 /** The grammars of a JSON answer or enforced tool calls; one that does not compile is Maple's fault (a server error). */
 async function buildAnswerGrammars(engine: Engine, answer: AnswerConstraint, prompt: ChatPrompt): Promise<AnswerGrammars<EngineGrammar>> {
     try {
-        return await answerGrammars(engine, answer, prompt);
+        return await answerGrammars(engine, answer, prompt, prompt.format.grammar);
     } catch (error) {
         throw new ServerError("The grammar for response_format or tool_choice could not be built.", error);
     }
@@ -192,14 +196,14 @@ async function buildGrammar(engine: Engine, gbnf: string, what: string): Promise
 async function startChoices(model: ServingModel,
     start: {
         promptTokens: number[]; sampling: SamplingOptions; settings: GenerationSettings; prompt: string | number[]; nextTurnPrefix?: number; loopStartPrefix?: number;
-        preambleTokens?: number;
+        preambleTokens?: number; preserved?: PreservedTokens;
     },
     choices: readonly ChoiceReader[], options: GenerationOptions): Promise<Generation> {
     const { settings } = start;
     const request: TextGenerationRequest = {
         promptTokens: start.promptTokens, sampling: start.sampling, maxTokens: settings.maxTokens, stop: settings.stop,
         signal: options.signal, logprobs: settings.logprobs, cacheKey: settings.cacheKey, nextTurnPrefix: start.nextTurnPrefix,
-        loopStartPrefix: start.loopStartPrefix, preambleTokens: start.preambleTokens
+        loopStartPrefix: start.loopStartPrefix, preambleTokens: start.preambleTokens, preservedTokens: start.preserved
     };
     const generations = await startTextGenerations(model.engine, model.scheduler, request,
         choices.map((choice) => ({ grammar: choice.grammar, observer: options.observe?.() })));

@@ -5,7 +5,9 @@ import type { TokenIdLogprob } from "../engine/types.js";
  * model produced them. The order a writer can rely on:
  *
  * - `reasoning-delta` parts all come first (a model reasons before it answers); the reasoning
- *   block has ended when the first other part, or `finish`, arrives.
+ *   block has ended when the first other part, or `finish`, arrives. One exception: gpt-oss (the
+ *   harmony format) may write a commentary preamble (text), reason again, then call a tool; that
+ *   reasoning comes after the text (`BlockTracker` opens a new reasoning block for it).
  * - `text-delta` and `tool-call` parts follow, possibly interleaved (text, a call, more text). A
  *   text block ends at the next `tool-call` or at `finish`.
  * - A `tool-call` arrives whole (name and complete JSON arguments) when the model closed it.

@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
+import type { ChatMessage, ReasoningSwitch, ToolChoice, ToolDefinition } from "../chatFormat/types.js";
 import type { SamplingOptions } from "../engine/types.js";
 import type { AnswerConstraint } from "../grammar/answerGrammar.js";
 
@@ -35,8 +35,14 @@ export interface ChatGenerationRequest extends GenerationSettings {
     /** The tools the template is shown, after the tool choice (none → [], a named one → that one). */
     tools: ToolDefinition[];
     toolChoice: ToolChoice;
-    /** Template variables (`enable_thinking`, …): OpenAI's `chat_template_kwargs`. */
+    /** Template variables (`enable_thinking`, …): OpenAI's `chat_template_kwargs`; they win over `reasoning`'s. */
     templateKwargs: Record<string, unknown>;
+    /**
+     * Reason or not, and how hard: the wire's reasoning field through the wire kit's
+     * `reasoningSwitch` (undefined: the template's default). The model's chat format turns it into
+     * its template's variables (`enable_thinking`, `reasoning_effort`, …).
+     */
+    reasoning: ReasoningSwitch | undefined;
     /** false: reasoning is generated and counted but yields no `reasoning-delta` parts (nor those tokens' logprobs). */
     includeReasoning: boolean;
     /**

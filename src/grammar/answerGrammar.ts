@@ -1,18 +1,59 @@
-import { THINK_CLOSE, THINK_OPEN, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "../chatFormat/markers.js";
 import { definedRuleNames, scanGbnf } from "./gbnfScanner.js";
 import { jsonValueRule } from "./jsonGrammarRules.js";
 import type { GrammarJsonSchema } from "./jsonSchemaSubset.js";
 
 /**
- * What a chat answer must be, enforced by grammar on the answer only (the reasoning before
- * `</think>` stays free): a JSON value (`response_format`), tool calls (`tool_choice` `required`
- * or a named function), or either of the two (`response_format` beside tools the model may call).
+ * What a chat answer must be, enforced by grammar on the answer only (the reasoning stays free):
+ * a JSON value (`response_format`), tool calls (`tool_choice` `required` or a named function), or
+ * either of the two (`response_format` beside tools the model may call).
  */
 export interface AnswerConstraint {
     /** The answer is one JSON value; `schema` undefined: any JSON object (`json_object`). */
     json?: { schema: GrammarJsonSchema | undefined };
-    /** The answer is one or more `<tool_call>` blocks (exactly one when `parallel` is false) whose JSON is `callSchema`. */
-    toolCalls?: { callSchema: GrammarJsonSchema; parallel: boolean };
+    /** The answer is one or more tool calls (exactly one when `parallel` is false) to `tools`, in the model family's syntax. */
+    toolCalls?: ToolCallsConstraint;
+}
+
+/** Tool calls the answer must be: to one of `tools`, whose arguments match its `parameters`. */
+export interface ToolCallsConstraint {
+    tools: readonly GrammarTool[];
+    parallel: boolean;
+}
+
+/** A tool a call may name, its parameters' schema in the grammar's subset. */
+export interface GrammarTool {
+    name: string;
+    parameters: GrammarJsonSchema;
+}
+
+/**
+ * GBNF defining `PREFIX` + `maple-json`: one JSON value matching `schema` (any JSON object when
+ * undefined), every rule's name prefixed, so several can share one grammar.
+ */
+export type JsonRules = (schema: GrammarJsonSchema | undefined, prefix: string) => Promise<string>;
+
+/**
+ * The grammar pieces of one model family's chat format (`ChatFormat.grammar`): how its answer,
+ * its JSON answer and its tool calls are written, and how its reasoning opens and closes.
+ */
+export interface FormatGrammar {
+    /** The text the model opens its reasoning with, when it may still do so first; undefined: the family has none. */
+    reasoningOpen: string | undefined;
+    /**
+     * GBNF (an expression) for what may come between the model's own end of reasoning and its
+     * answer (Qwen3: a little whitespace). The answer from the first token gets none: the prompt
+     * already ends with what it needs.
+     */
+    afterReasoning: string;
+    /** GBNF (an expression) for the answer as one JSON value, the value being rule `json`. */
+    jsonAnswer(json: string): string;
+    /** GBNF rules defining `maple-calls`: the tool calls the constraint asks for, in the family's syntax. */
+    toolCalls(constraint: ToolCallsConstraint, rules: JsonRules): Promise<string[]>;
+    /**
+     * Text that ends the reasoning, forced once a thinking budget is spent (then anything may
+     * follow); undefined: the family has no reasoning block, so no budget applies.
+     */
+    closeReasoning: string | undefined;
 }
 
 /**
@@ -27,57 +68,49 @@ export interface GrammarCompiler<Grammar> {
 
 /** The grammars a chat generation switches between (see `answerGrammarSelector`). */
 export interface AnswerGrammars<Grammar> {
-    /** From the first token, while no reasoning happened (when the prompt opened the think block, never). */
+    /** From the first token, while no reasoning happened (when the prompt opened the reasoning block, never). */
     initial: Grammar;
-    /** Started afresh once a think block closed. */
+    /** Started afresh once a reasoning block closed. */
     afterReasoning: Grammar;
 }
 
-/**
- * Whitespace allowed before an answer that follows the model's own `</think>`: models write
- * "\n\n" there (the parser drops it). Bounded, so a random model cannot loop on it. An answer
- * from the first token gets none: the prompt already ends with the whitespace it needs.
- */
-const leadingWhitespace = "[ \\t\\n]{0,4}";
-
-function literal(text: string): string {
+/** A GBNF string literal of `text`. */
+export function gbnfLiteral(text: string): string {
     return JSON.stringify(text);
 }
 
-/** Prefix of the tool-call JSON rules when they share a grammar with the answer's own JSON rules. */
-const callRulePrefix = "call-";
+/** The rules an answer needs and the alternatives it may be (each an expression). */
+export interface AnswerRules {
+    rules: string[];
+    bodies: string[];
+}
+
+/** The rules and alternatives of a constraint in one family's syntax. */
+export async function answerRules(constraint: AnswerConstraint, format: FormatGrammar, rules: JsonRules): Promise<AnswerRules> {
+    const answer: AnswerRules = { rules: [], bodies: [] };
+    if (constraint.json !== undefined) {
+        answer.rules.push(await rules(constraint.json.schema, ""));
+        answer.bodies.push(format.jsonAnswer(jsonValueRule));
+    }
+    if (constraint.toolCalls !== undefined) {
+        answer.rules.push(...await format.toolCalls(constraint.toolCalls, rules));
+        answer.bodies.push("maple-calls");
+    }
+    if (answer.bodies.length === 0) throw new Error("an answer constraint needs a JSON answer or tool calls");
+    return answer;
+}
 
 /**
- * The answer's GBNF. `rules` are what `Engine.jsonGrammarRules` returned (each defines
- * `maple-json`) for the answer's JSON and for one tool call's JSON. `start`: "afterReasoning"
- * for the grammar applied after the model's `</think>`, "first token" for the one applied from
- * the first token, and "first token, or a think block" when the model may still open its think
- * block (stock Qwen3 with thinking on opens `<think>` itself): after `<think>` anything goes, and
- * `answerGrammarSelector` stops applying the grammar as soon as the parser is in reasoning.
+ * The answer's GBNF: `lead` (GBNF) and then one of the answer's bodies. With `reasoningOpen` (the
+ * model may still open its reasoning itself, as stock Qwen3 with thinking on does), the opening
+ * and then anything is allowed too: `answerGrammarSelector` stops applying the grammar as soon as
+ * the parser is in reasoning.
  */
-export function answerGbnf(constraint: AnswerConstraint, rules: { json?: string; toolCall?: string },
-    start: "afterReasoning" | "first token" | "first token, or a think block"): string {
-    const lines: string[] = [];
-    const allowThinkOpen = start === "first token, or a think block";
-    const body = allowThinkOpen ? `( maple-body | ${literal(THINK_OPEN)} maple-free )` : "maple-body";
-    lines.push(`root ::= maple-lead ${body}`, `maple-lead ::= ${start === "afterReasoning" ? leadingWhitespace : '""'}`);
-    if (allowThinkOpen) lines.push("maple-free ::= .*");
-    const bodies: string[] = [];
-    if (constraint.json !== undefined && rules.json !== undefined) {
-        bodies.push(jsonValueRule);
-        lines.push(rules.json);
-    }
-    if (constraint.toolCalls !== undefined && rules.toolCall !== undefined) {
-        // Both rule sets come from the same converter: keep the call's apart by a prefix.
-        const callJson = bodies.length > 0 ? callRulePrefix + jsonValueRule : jsonValueRule;
-        // Qwen3's and Hermes' layout: each call on its own lines, calls separated by a newline.
-        bodies.push(constraint.toolCalls.parallel ? "maple-call ( \"\\n\" maple-call )*" : "maple-call");
-        lines.push(`maple-call ::= ${literal(`${TOOL_CALL_OPEN}\n`)} ${callJson} ${literal(`\n${TOOL_CALL_CLOSE}`)}`);
-        lines.push(bodies.length > 1 ? prefixRuleNames(rules.toolCall, callRulePrefix) : rules.toolCall);
-    }
-    if (bodies.length === 0) throw new Error("an answer constraint needs its grammar rules");
-    lines.splice(2, 0, `maple-body ::= ${bodies.map((body) => `( ${body} )`).join(" | ")}`);
-    return `${lines.join("\n")}\n`;
+export function answerGbnf(answer: AnswerRules, lead: string, reasoningOpen: string | undefined): string {
+    const body = reasoningOpen === undefined ? "maple-body" : `( maple-body | ${gbnfLiteral(reasoningOpen)} maple-free )`;
+    const lines = [`root ::= maple-lead ${body}`, `maple-lead ::= ${lead}`, `maple-body ::= ${answer.bodies.map((item) => `( ${item} )`).join(" | ")}`];
+    if (reasoningOpen !== undefined) lines.push("maple-free ::= .*");
+    return `${[...lines, ...answer.rules].join("\n")}\n`;
 }
 
 /**
@@ -95,30 +128,26 @@ export function prefixRuleNames(gbnf: string, prefix: string): string {
 }
 
 /**
- * Whether the model may still open a think block itself: not when the prompt left it inside one
- * (`startsInReasoning`), nor when the prompt already closed one (`enable_thinking: false` renders
- * `<think>\n\n</think>\n\n`): then the answer is constrained from the first token.
+ * Compiles the grammars for one request's constraint in the model family's syntax (shared by its
+ * choices; cached by the engine). `prompt.mayOpenReasoning`: the model may open its reasoning
+ * before the answer (see `PromptStart`).
  */
-export function mayOpenThink(prompt: { text: string; startsInReasoning: boolean }): boolean {
-    return !prompt.startsInReasoning && !prompt.text.trimEnd().endsWith(THINK_CLOSE);
-}
-
-/** Compiles the grammars for one request's constraint (shared by its choices; cached by the engine). */
 export async function answerGrammars<Grammar>(engine: GrammarCompiler<Grammar>, constraint: AnswerConstraint,
-    prompt: { text: string; startsInReasoning: boolean }): Promise<AnswerGrammars<Grammar>> {
-    const rules = {
-        json: constraint.json === undefined ? undefined : await engine.jsonGrammarRules(constraint.json.schema),
-        toolCall: constraint.toolCalls === undefined ? undefined : await engine.jsonGrammarRules(constraint.toolCalls.callSchema)
+    prompt: { mayOpenReasoning: boolean }, format: FormatGrammar): Promise<AnswerGrammars<Grammar>> {
+    const rules: JsonRules = async (schema, prefix) => {
+        const gbnf = await engine.jsonGrammarRules(schema);
+        return prefix === "" ? gbnf : prefixRuleNames(gbnf, prefix);
     };
-    const afterReasoning = await engine.createGrammar(answerGbnf(constraint, rules, "afterReasoning"));
-    const initial = await engine.createGrammar(answerGbnf(constraint, rules, mayOpenThink(prompt) ? "first token, or a think block" : "first token"));
+    const answer = await answerRules(constraint, format, rules);
+    const afterReasoning = await engine.createGrammar(answerGbnf(answer, format.afterReasoning, undefined));
+    const initial = await engine.createGrammar(answerGbnf(answer, '""', prompt.mayOpenReasoning ? format.reasoningOpen : undefined));
     return { initial, afterReasoning };
 }
 
 /**
- * The grammar of each token of one chat choice: none while the parser is in reasoning (the think
- * block stays free), `initial` while no reasoning happened, and `afterReasoning` (a fresh state,
- * see the engine's `GrammarSelector`) once a think block closed. The generation core pushes each
+ * The grammar of each token of one chat choice: none while the parser is in reasoning (the
+ * reasoning stays free), `initial` while no reasoning happened, and `afterReasoning` (a fresh state,
+ * see the engine's `GrammarSelector`) once a reasoning block closed. The generation core pushes each
  * token's text into the parser before the next token is sampled, so the parser is never behind.
  */
 export function answerGrammarSelector<Grammar>(parser: { readonly inReasoning: boolean }, grammars: AnswerGrammars<Grammar>): () => Grammar | undefined {

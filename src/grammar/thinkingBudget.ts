@@ -1,12 +1,15 @@
 import type { EngineGrammar, GrammarSelector } from "../engine/types.js";
-import { THINK_CLOSE } from "../chatFormat/markers.js";
+import { gbnfLiteral } from "./answerGrammar.js";
 
 /**
- * GBNF that makes the model close its thought now: `</think>` (on a line of its own, as the
- * templates write it) and then anything. The answer's own grammar, if any, takes over as soon as
- * the parser has seen the marker.
+ * GBNF that makes the model close its reasoning now: `closeReasoning` (the family's
+ * `FormatGrammar.closeReasoning`, e.g. Qwen3's `</think>` on a line of its own, as the templates
+ * write it) and then anything. The answer's own grammar, if any, takes over as soon as the parser
+ * has seen the marker.
  */
-export const closeThoughtGbnf = `root ::= ${JSON.stringify(`\n${THINK_CLOSE}\n\n`)} .*\n`;
+export function closeThoughtGbnf(closeReasoning: string): string {
+    return `root ::= ${gbnfLiteral(closeReasoning)} .*\n`;
+}
 
 /**
  * A thinking budget (Anthropic's `thinking.budget_tokens`): once the choice has generated `budget` tokens inside its think block,

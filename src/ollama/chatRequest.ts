@@ -2,9 +2,9 @@ import { z } from "zod";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../chatFormat/types.js";
 import { answerConstraint, type ChatGenerationRequest } from "../core/index.js";
 import { InvalidRequestError } from "../errors.js";
-import { conversationKey, paramPath, parseWire, refuseDuplicateToolNames, refuseGrammarWithAnswer, selectTools, toolCallArguments, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
+import { conversationKey, paramPath, parseWire, reasoningSwitch, refuseDuplicateToolNames, refuseGrammarWithAnswer, selectTools, toolCallArguments, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";
-import { generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
+import { generationFields, logprobsOf, parseFormat, refuse, streams } from "./requestFields.js";
 
 /** Ollama's tool-call arguments: an object (api.ToolCallFunctionArguments); a JSON string of one is accepted too. */
 const wireToolCall = z.object({
@@ -76,7 +76,8 @@ export function parseOllamaChatRequest(body: unknown, headers: RequestHeaders, d
         tools,
         toolChoice,
         answer,
-        templateKwargs: thinkingKwargs(wire.think),
+        templateKwargs: {},
+        reasoning: reasoningSwitch(wire.think),
         includeReasoning: true,
         ...toGenerationSettings(wire.options, defaults),
         n: 1,

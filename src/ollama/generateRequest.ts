@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { answerConstraint, type ChatGenerationRequest, type CompletionGenerationRequest } from "../core/index.js";
-import { conversationKey, parseWire, refuseGrammarWithAnswer, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
+import { conversationKey, parseWire, reasoningSwitch, refuseGrammarWithAnswer, type RequestHeaders, type SamplingDefaults } from "../wire/index.js";
 import { toGenerationSettings } from "./options.js";
-import { generationFields, logprobsOf, parseFormat, refuse, streams, thinkingKwargs } from "./requestFields.js";
+import { generationFields, logprobsOf, parseFormat, refuse, streams } from "./requestFields.js";
 
 const generateWire = z.object({
     ...generationFields,
@@ -70,7 +70,8 @@ export function parseOllamaGenerateRequest(body: unknown, headers: RequestHeader
         tools: [],
         toolChoice: { type: "none" },
         answer,
-        templateKwargs: thinkingKwargs(wire.think),
+        templateKwargs: {},
+        reasoning: reasoningSwitch(wire.think),
         includeReasoning: true
     };
 }

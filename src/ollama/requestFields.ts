@@ -7,8 +7,9 @@ import { samplingWire } from "../wire/index.js";
 import { wireOptions } from "./options.js";
 
 /**
- * `think`: a switch, or a level (`"low" | "medium" | "high" | "max"`, api.ThinkValue). The
- * template has one switch (`enable_thinking`): every level turns it on.
+ * `think`: a switch, or a level (`"low" | "medium" | "high" | "max"`, api.ThinkValue), read by the
+ * wire kit's `reasoningSwitch`; absent: the template's default (maple-preview thinks, as Ollama
+ * defaults `think` on for thinking models).
  */
 const think = z.union([z.boolean(), z.enum(["low", "medium", "high", "max"])], {
     errorMap: () => ({ message: "think must be a boolean or one of \"low\", \"medium\", \"high\", \"max\"" })
@@ -49,11 +50,6 @@ export function parseFormat(format: string | Record<string, unknown> | null | un
     if (format === "json") return { schema: undefined };
     if (typeof format === "string") throw new InvalidRequestError(`format must be "json" or a JSON schema object; got "${format}".`, "format");
     return { schema: grammarSchema(format, "format") };
-}
-
-/** `think` → the template's switch; absent: the template's default (maple-preview thinks, as Ollama defaults `think` on for thinking models). */
-export function thinkingKwargs(value: boolean | string | null | undefined): Record<string, unknown> {
-    return value == null ? {} : { enable_thinking: value !== false };
 }
 
 /** `logprobs` / `top_logprobs` → the core's. */

@@ -4,7 +4,7 @@ import type { ChatMessage, ToolCall, ToolChoice, ToolDefinition } from "../chatF
 import { answerConstraint } from "../core/answerConstraint.js";
 import type { ChatGenerationRequest } from "../core/request.js";
 import {
-    conversationKey, joinTextParts, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens, selectTools,
+    conversationKey, joinTextParts, paramPath, parseWire, partText, reasoningSwitch, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens, selectTools,
     toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules
 } from "../wire/index.js";
 import { openAiFields, toStopList, type OpenAiRequestFields } from "./openAiFields.js";
@@ -63,6 +63,7 @@ const chatWire = openAiFields.extend({
     parallel_tool_calls: z.boolean().nullish(),
     max_completion_tokens: z.number().int().min(1).nullish(),
     chat_template_kwargs: z.record(z.unknown()).nullish(),
+    reasoning_effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).nullish(),
     include_reasoning: z.boolean().nullish(),
     n: z.number().int().min(1).nullish(),
     logprobs: z.boolean().nullish(),
@@ -100,6 +101,7 @@ export function parseChatRequest(body: unknown, headers: RequestHeaders, default
         includeUsage: wire.stream_options?.include_usage === true,
         grammar: wire.grammar ?? undefined,
         templateKwargs: wire.chat_template_kwargs ?? {},
+        reasoning: reasoningSwitch(wire.reasoning_effort),
         includeReasoning: wire.include_reasoning !== false,
         n: wire.n ?? 1,
         logprobs: wire.logprobs === true ? { top: wire.top_logprobs ?? 0 } : undefined,

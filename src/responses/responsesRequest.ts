@@ -5,7 +5,7 @@ import type { GrammarJsonSchema } from "../grammar/jsonSchemaSubset.js";
 import { toStopList, type OpenAiRequestFields } from "../openai/openAiFields.js";
 import { jsonAnswerFormat, type WireResponseFormat } from "../openai/responseFormat.js";
 import {
-    conversationKey, joinTextParts, newId, paramPath, parseWire, partText, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
+    conversationKey, joinTextParts, newId, paramPath, parseWire, partText, reasoningSwitch, refuseDuplicateToolNames, refuseGrammarWithAnswer, resolveMaxTokens,
     selectTools, toolCallArguments, toSamplingOptions, type RequestHeaders, type SamplingDefaults, type TextPartRules, type ToolChoiceParams
 } from "../wire/index.js";
 import { decodeReasoning } from "./reasoningCarrier.js";
@@ -80,10 +80,6 @@ export function parseResponsesRequest(body: unknown, headers: RequestHeaders, de
         (index) => offered[index]?.parametersParam ?? `tools[${index}].parameters`);
     refuseGrammarWithAnswer(answer, wire.grammar, "text.format or an enforced tool_choice");
     const { messages, items } = toConversation(wire.input ?? [], lookupItem);
-    const effort = wire.reasoning?.effort;
-    // Effort none/minimal turns thinking off (the template closes the think block); a client's own
-    // chat_template_kwargs win.
-    const templateKwargs = { ...(effort === "none" || effort === "minimal" ? { enable_thinking: false } : {}), ...(wire.chat_template_kwargs ?? {}) };
     const store = wire.store !== false;
     return {
         model: wire.model ?? undefined,
@@ -94,7 +90,8 @@ export function parseResponsesRequest(body: unknown, headers: RequestHeaders, de
         offered,
         tools,
         toolChoice,
-        templateKwargs,
+        templateKwargs: wire.chat_template_kwargs ?? {},
+        reasoning: reasoningSwitch(wire.reasoning?.effort),
         answer,
         includeReasoning: true,
         store,

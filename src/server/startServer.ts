@@ -18,6 +18,7 @@ import { servedModelSpecs, splitModelSpecs } from "../models/servedModelSpecs.js
 import { ModelRegistry, NoRoomAtStartError, type ModelLoader } from "../core/modelRegistry.js";
 import { buildApp } from "../http/app.js";
 import { ModelSpecError, resolveModel } from "../models/resolveModel.js";
+import { chooseChatFormat, type ChatFormatSetting } from "../chatFormat/formats/index.js";
 import { chatMlFallbackTemplate } from "../chatFormat/template.js";
 import { openResponseStore } from "../responses/openResponseStore.js";
 import { Scheduler } from "../scheduler/scheduler.js";
@@ -253,14 +254,17 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
                     onLog
                 });
                 if ((templateOverride ?? engine.model.chatTemplate) === undefined) logger.warn({ model: entry.id }, "the model has no chat template; /v1/chat/completions uses ChatML");
-                entry.chat.setReady(readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride));
+                const ready = readyModel(engine, config, model.source, await systemFingerprint(version, model.path, engine), templateOverride,
+                    isDefault ? config.chatFormat : "auto");
+                entry.chat.setReady(ready);
                 const summary = {
                     model: model.source, id: entry.id, architecture: engine.model.architecture, dtype: engine.model.dtype, synthetic: engine.model.synthetic,
                     contextSize: engine.runtime.contextSize, contextReason: engine.runtime.contextReason, kvBytesPerSlot: engine.runtime.kvBytesPerSlot,
                     slidingWindowCache: engine.runtime.slidingWindowCache, slots: engine.runtime.slots, threads: engine.runtime.threads,
                     device: engine.runtime.device, deviceNames: engine.runtime.deviceNames, deviceReason: engine.runtime.deviceReason,
                     gpuLayers: `${engine.runtime.gpuLayers}/${engine.runtime.modelLayers}`, samplingInDecode: engine.runtime.samplingInDecode, loadSeconds: engine.runtime.loadSeconds,
-                    weights: engine.runtime.weights, weightsReason: engine.runtime.weightsReason
+                    weights: engine.runtime.weights, weightsReason: engine.runtime.weightsReason,
+                    chatFormat: ready.chatTemplate.format.name, chatFormatReason: ready.chatFormatReason
                 };
                 if (engine.model.synthetic) logger.warn(summary, "model ready: SYNTHETIC, random weights; answers are meaningless");
                 else logger.info(summary, "model ready");
@@ -281,10 +285,11 @@ function modelLoader(config: MapleConfig, logger: Logger, onProgress: StartServe
 
 /**
  * What a loaded engine serves with: its scheduler over the engine's slots, with the queue limits
- * of `config`, and the chat template in force (`templateOverride`, else the model's own, else ChatML).
+ * of `config`, the chat template in force (`templateOverride`, else the model's own, else ChatML)
+ * and its chat format (`chatFormat`, else detected from that template).
  */
 export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDepth" | "queueTimeoutSeconds">, source: string,
-    fingerprint: string, templateOverride?: string): ReadyModel {
+    fingerprint: string, templateOverride?: string, chatFormat: ChatFormatSetting = "auto"): ReadyModel & { chatFormatReason: string } {
     const scheduler = new Scheduler({
         slots: engine.runtime.slots,
         maxQueueDepth: config.maxQueueDepth,
@@ -292,9 +297,10 @@ export function readyModel(engine: Engine, config: Pick<MapleConfig, "maxQueueDe
         chooseSlot: (freeSlots, tokens, cacheKey) => engine.chooseSlot(freeSlots, tokens, cacheKey)
     });
     const template = templateOverride ?? engine.model.chatTemplate ?? chatMlFallbackTemplate;
+    const { format, reason } = chooseChatFormat(chatFormat, template);
     return {
-        engine, scheduler, source, systemFingerprint: fingerprint,
-        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken }
+        engine, scheduler, source, systemFingerprint: fingerprint, chatFormatReason: reason,
+        chatTemplate: { template, bosToken: engine.model.bosToken, eosToken: engine.model.eosToken, format }
     };
 }
 

@@ -4,6 +4,8 @@ import { ChatChoice } from "../../src/core/chatChoice.js";
 import type { GenerationSummary } from "../../src/core/generateText.js";
 import { MessageBuilder, MessageEventWriter, stopReason, type MessagesEvent } from "../../src/anthropic/messageEvents.js";
 import { thinkingFromSignature, thinkingSignature } from "../../src/anthropic/thinkingSignature.js";
+import { hermesFormat } from "../../src/chatFormat/formats/hermes.js";
+import { someTool } from "../helpers/hermesParser.js";
 
 /**
  * The Messages event writer, fed the parts of the core's chat reader (its output parser) from
@@ -12,7 +14,7 @@ import { thinkingFromSignature, thinkingSignature } from "../../src/anthropic/th
  */
 
 /** Maple's template: the prompt opens the think block; tools were offered. */
-const maplePrompt = { text: "<|im_start|>assistant\n<think>\n", startsInReasoning: true, parseToolCalls: true };
+const maplePrompt = { text: "<|im_start|>assistant\n<think>\n", format: hermesFormat, startsInReasoning: true, mayOpenReasoning: false, tools: [someTool] };
 const summary = (overrides: Partial<GenerationSummary> = {}): GenerationSummary => ({
     finishReason: "stop", matchedStop: 151645, promptTokens: 40, cachedTokens: 8, completionTokens: 20, queuedMs: 0, ...overrides
 });

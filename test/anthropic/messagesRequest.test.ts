@@ -98,16 +98,18 @@ describe("Messages request", () => {
         assert.equal(refused({ tools, messages, tool_choice: { type: "any" }, grammar: "root ::= \"x\"" }).param, "grammar");
     });
 
-    it("thinking: enabled with a budget, adaptive, disabled, display omitted; chat_template_kwargs wins", () => {
+    it("thinking: enabled with a budget, adaptive, disabled, display omitted, through the one reasoning switch", () => {
         const messages = [{ role: "user", content: "x" }];
         const enabled = parse({ messages, thinking: { type: "enabled", budget_tokens: 50 } });
         assert.equal(enabled.thinkingBudget, 50);
-        assert.deepEqual(enabled.templateKwargs, { enable_thinking: true });
+        assert.deepEqual(enabled.reasoning, { enabled: true, effort: undefined });
         const adaptive = parse({ messages, thinking: { type: "adaptive", display: "omitted" } });
         assert.equal(adaptive.thinkingBudget, undefined);
         assert.equal(adaptive.omitThinking, true);
-        assert.deepEqual(parse({ messages, thinking: { type: "disabled" } }).templateKwargs, { enable_thinking: false });
-        assert.deepEqual(parse({ messages }).templateKwargs, {}, "absent: the template's default");
+        assert.deepEqual(adaptive.reasoning, { enabled: true, effort: undefined });
+        assert.deepEqual(parse({ messages, thinking: { type: "disabled" } }).reasoning, { enabled: false });
+        assert.equal(parse({ messages }).reasoning, undefined, "absent: the template's default");
+        // chat_template_kwargs are kept apart: they win over the switch when the prompt is rendered.
         assert.deepEqual(parse({ messages, thinking: { type: "disabled" }, chat_template_kwargs: { enable_thinking: true } }).templateKwargs, { enable_thinking: true });
         assert.equal(refused({ messages, thinking: { type: "enabled", budget_tokens: 100 } }).param, "thinking.budget_tokens");
         assert.equal(refused({ messages, thinking: { type: "sometimes" } }).param, "thinking.type");

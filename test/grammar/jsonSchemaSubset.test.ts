@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { toGrammarSchema, toolCallGrammarSchema, UnsupportedSchemaError } from "../../src/grammar/jsonSchemaSubset.js";
 import { anyObjectGrammarRules, schemaGrammarRules } from "../../src/grammar/jsonGrammarRules.js";
-import { answerGbnf, mayOpenThink, prefixRuleNames } from "../../src/grammar/answerGrammar.js";
+import { hermesFormat } from "../../src/chatFormat/formats/hermes.js";
+import { answerGbnf, answerRules, prefixRuleNames, type JsonRules } from "../../src/grammar/answerGrammar.js";
 
 /** The mapping of client schemas onto node-llama-cpp's converter subset; no engine needed. */
 
@@ -97,16 +98,21 @@ describe("JSON grammar rules", () => {
         assert.equal(prefixRuleNames(gbnf, "p-"), 'p-a ::= p-b "a b" [a-b] # a b\np-b ::= "x" p-a');
     });
 
-    it("compose the answer around tool calls and JSON, and allow a think block only where the model opens one", () => {
-        const rules = "maple-json ::= \"{}\"";
-        const both = answerGbnf({ json: { schema: undefined }, toolCalls: { callSchema: {} as never, parallel: false } },
-            { json: rules, toolCall: rules }, "afterReasoning");
-        assert.match(both, /^maple-body ::= \( maple-json \) \| \( maple-call \)$/m);
-        assert.match(both, /^maple-call ::= "<tool_call>\\n" call-maple-json "\\n<\/tool_call>"$/m);
-        assert.match(both, /^call-maple-json ::= "\{\}"$/m);
-        assert.match(answerGbnf({ json: { schema: undefined } }, { json: rules }, "first token, or a think block"), /"<think>" maple-free/);
-        assert.equal(mayOpenThink({ text: "<|im_start|>assistant\n", startsInReasoning: false }), true);
-        assert.equal(mayOpenThink({ text: "<|im_start|>assistant\n<think>\n\n</think>\n\n", startsInReasoning: false }), false);
-        assert.equal(mayOpenThink({ text: "<|im_start|>assistant\n<think>\n", startsInReasoning: true }), false);
+    it("compose the answer around tool calls and JSON, and allow a think block only where the model opens one", async () => {
+        const rules: JsonRules = async (_schema, prefix) => `${prefix}maple-json ::= "{}"`;
+        const both = await answerRules({ json: { schema: undefined }, toolCalls: { tools: [{ name: "f", parameters: {} as never }], parallel: false } },
+            hermesFormat.grammar, rules);
+        const afterReasoning = answerGbnf(both, hermesFormat.grammar.afterReasoning, undefined);
+        assert.match(afterReasoning, /^maple-body ::= \( maple-json \) \| \( maple-calls \)$/m);
+        assert.match(afterReasoning, /^maple-calls ::= maple-call$/m);
+        assert.match(afterReasoning, /^maple-call ::= "<tool_call>\\n" call-maple-json "\\n<\/tool_call>"$/m);
+        assert.match(afterReasoning, /^call-maple-json ::= "\{\}"$/m);
+        assert.match(afterReasoning, /^maple-lead ::= \[ \\t\\n\]\{0,4\}$/m);
+        const json = await answerRules({ json: { schema: undefined } }, hermesFormat.grammar, rules);
+        assert.match(answerGbnf(json, '""', hermesFormat.grammar.reasoningOpen), /"<think>" maple-free/);
+        assert.doesNotMatch(answerGbnf(json, '""', undefined), /maple-free/);
+        assert.deepEqual(hermesFormat.readPrompt("<|im_start|>assistant\n"), { startsInReasoning: false, mayOpenReasoning: true });
+        assert.deepEqual(hermesFormat.readPrompt("<|im_start|>assistant\n<think>\n\n</think>\n\n"), { startsInReasoning: false, mayOpenReasoning: false });
+        assert.deepEqual(hermesFormat.readPrompt("<|im_start|>assistant\n<think>\n"), { startsInReasoning: true, mayOpenReasoning: false });
     });
 });

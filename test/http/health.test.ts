@@ -22,6 +22,7 @@ interface Health {
     active: number;
     version: string;
     synthetic: boolean;
+    chat_format: string;
 }
 
 describe("GET /health", () => {
@@ -79,6 +80,8 @@ describe("GET /health", () => {
         // maple-tiny's 4 blocks and its output layer, as llama.cpp counts n_gpu_layers.
         assert.equal(health.model_layers, 5);
         assert.equal(health.synthetic, true);
+        // maple-tiny carries Maple's Qwen3 template, recognised by its <tool_call> blocks.
+        assert.equal(health.chat_format, "hermes");
         assert.equal(health.version, packageJson.version);
         assert.equal(health.queue_depth, 0);
         assert.equal(health.active, 0);

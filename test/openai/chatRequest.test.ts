@@ -39,6 +39,15 @@ describe("parseChatRequest: OpenAI chat wire → the core's request", () => {
         assert.equal(chat.logprobs, undefined);
         assert.equal(chat.grammar, undefined);
         assert.deepEqual(chat.templateKwargs, {});
+        assert.equal(chat.reasoning, undefined);
+    });
+
+    it("reads reasoning_effort into the reasoning switch (it was dropped before), beside chat_template_kwargs", () => {
+        const parse = (fields: Record<string, unknown>): ReturnType<typeof parseChatRequest> => parseChatRequest({ messages: [user], ...fields }, {}, defaults);
+        assert.deepEqual(parse({ reasoning_effort: "low" }).reasoning, { enabled: true, effort: "low" });
+        assert.deepEqual(parse({ reasoning_effort: "none" }).reasoning, { enabled: false });
+        assert.deepEqual(parse({ reasoning_effort: "xhigh", chat_template_kwargs: { x: 1 } }), { ...parse({ reasoning_effort: "high", chat_template_kwargs: { x: 1 } }) });
+        assert.throws(() => parse({ reasoning_effort: "extreme" }), (error: unknown) => error instanceof InvalidRequestError && error.param === "reasoning_effort");
     });
 
     it("converts sampling fields: top_k -1 means none, the seed wraps to 32 bits, -100 bans a token, max tokens are capped", () => {

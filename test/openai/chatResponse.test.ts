@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { FinishPart, GenerationPart, TokenLogprobs, Usage } from "../../src/core/index.js";
-import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
+import { hermesParser } from "../helpers/hermesParser.js";
 import { ChatCompletionBuilder, ChatCompletionStream, type ChatChunk, type ChatCompletionIdentity, type SentChatCompletion } from "../../src/openai/chatResponse.js";
 import { CompletionBuilder, CompletionStream } from "../../src/openai/completionResponse.js";
 
@@ -142,7 +142,7 @@ describe("OpenAI chat: parts → chunks and the chat.completion", () => {
         const recorded = "Need weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}\n</tool_call>\n"
             + "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
         const partsOf = (pieces: string[]): GenerationPart[] => {
-            const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+            const parser = hermesParser({ startsInReasoning: true, parseToolCalls: true });
             let calls = 0;
             return [...pieces.flatMap((piece) => parser.push(piece)), ...parser.flush()]
                 .filter((part) => part.type === "tool_call" || part.text !== "")

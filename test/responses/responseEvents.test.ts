@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatOutputParser } from "../../src/chatFormat/outputParser.js";
+import { hermesParser } from "../helpers/hermesParser.js";
 import type { OutputPart } from "../../src/chatFormat/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
 import { finalResponse, ResponseBuilder, ResponseEventWriter, type ResponseEvent } from "../../src/responses/responseEvents.js";
@@ -38,7 +38,7 @@ function feed(events: ResponseEventWriter, parts: readonly OutputPart[]): Respon
 }
 
 function replay(pieces: string[], options: { encrypted?: boolean } = {}): ResponseEvent[] {
-    const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+    const parser = hermesParser({ startsInReasoning: true, parseToolCalls: true });
     const events = writer(options);
     const all = [...events.start()];
     for (const piece of pieces) all.push(...feed(events, parser.push(piece)));
@@ -139,7 +139,7 @@ describe("ResponseEventWriter", () => {
 
     it("a cut by max_output_tokens ends incomplete; a failure is an error event then response.failed", () => {
         const cut = writer();
-        const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: false });
+        const parser = hermesParser({ startsInReasoning: true, parseToolCalls: false });
         const events = [...cut.start(), ...feed(cut, parser.push("half a thou")), ...cut.finish("length", { promptTokens: 1, completionTokens: 3, cachedTokens: 0, reasoningTokens: 3 }, 2)];
         assert.equal(events.at(-2)!.type, "response.output_item.done");
         assert.equal((fields(events.at(-2)!)["item"] as Record<string, unknown>)["status"], "incomplete");
@@ -157,7 +157,7 @@ describe("ResponseEventWriter", () => {
 
     it("the whole response is the fold of the stream's events; while it runs, GET's snapshot holds the items as announced", () => {
         const events = writer();
-        const parser = new ChatOutputParser({ startsInReasoning: true, parseToolCalls: true });
+        const parser = hermesParser({ startsInReasoning: true, parseToolCalls: true });
         const sent = [...events.start()];
         const builder = new ResponseBuilder();
         builder.add(sent);

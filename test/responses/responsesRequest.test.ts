@@ -131,12 +131,14 @@ describe("parseResponsesRequest", () => {
         assert.deepEqual(parse({ input: "Hi", tools: [weather] }).toolChoice, { type: "auto" });
     });
 
-    it("turns text.format into the answer's constraint and reasoning effort none into thinking off", () => {
+    it("turns text.format into the answer's constraint and reasoning.effort into the reasoning switch", () => {
         assert.deepEqual(parse({ input: "Hi", text: { format: { type: "json_object" } } }).answer, { json: { schema: undefined } });
         assert.equal(parse({ input: "Hi", text: { format: { type: "text" } } }).answer, undefined);
-        assert.deepEqual(parse({ input: "Hi", reasoning: { effort: "none" } }).templateKwargs, { enable_thinking: false });
-        assert.deepEqual(parse({ input: "Hi", reasoning: { effort: "minimal" }, chat_template_kwargs: { enable_thinking: true } }).templateKwargs, { enable_thinking: true });
-        assert.deepEqual(parse({ input: "Hi", reasoning: { effort: "high" } }).templateKwargs, {});
+        assert.deepEqual(parse({ input: "Hi", reasoning: { effort: "none" } }).reasoning, { enabled: false });
+        const minimal = parse({ input: "Hi", reasoning: { effort: "minimal" }, chat_template_kwargs: { enable_thinking: true } });
+        assert.deepEqual([minimal.reasoning, minimal.templateKwargs], [{ enabled: false }, { enable_thinking: true }]);
+        assert.deepEqual(parse({ input: "Hi", reasoning: { effort: "high" } }).reasoning, { enabled: true, effort: "high" });
+        assert.equal(parse({ input: "Hi" }).reasoning, undefined);
     });
 
     it("echoes the request's settings for the response object", () => {

@@ -63,3 +63,21 @@ describe("TokenTextDecoder", () => {
         assert.equal(output, text);
     });
 });
+
+describe("TokenTextDecoder with preserved special tokens", () => {
+    /** Bytes as above; tokens 1000 and up are special tokens, which the detokenizer writes as nothing. */
+    const special = new Map([[1000, "<|channel|>"], [1001, "<|message|>"]]);
+    const detokenize = (tokens: readonly number[]): string => Buffer.from(tokens.filter((token) => token < 256)).toString("utf8");
+
+    it("writes a preserved token's own text, deciding what is held before it", () => {
+        const decoder = new TokenTextDecoder(detokenize, { tokens: new Set([1000]), text: (token) => special.get(token)! });
+        const texts = [...bytesOf("a"), 0xc3, 1000, ...bytesOf("b"), 1001].map((token) => decoder.push(token));
+        // The lone 0xC3 before the special token can no longer complete: U+FFFD, then the marker.
+        assert.deepEqual(texts, ["a", "", "\uFFFD<|channel|>", "b", ""]);
+    });
+
+    it("leaves other special tokens out, as without preservation", () => {
+        const decoder = new TokenTextDecoder(detokenize);
+        assert.deepEqual([1000, ...bytesOf("x")].map((token) => decoder.push(token)), ["", "x"]);
+    });
+});

@@ -57,6 +57,7 @@ export function healthRoute(app: FastifyInstance, context: RouteContext): void {
             active: scheduler.active,
             synthetic: engine.model.synthetic,
             architecture: engine.model.architecture,
+            chat_format: state.chatTemplate.format.name,
             parameters: engine.model.parameterCount ?? null,
             context_size: engine.runtime.contextSize,
             kv_bytes_per_slot: engine.runtime.kvBytesPerSlot,

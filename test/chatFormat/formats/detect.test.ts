@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { detectChatFormat } from "../../../src/chatFormat/formats/detect.js";
+import { chooseChatFormat } from "../../../src/chatFormat/formats/index.js";
+import { chatMlFallbackTemplate } from "../../../src/chatFormat/template.js";
+import { mapleChatTemplate, qwen3ChatTemplate } from "../../../src/models/synthetic/mapleChatTemplate.js";
+import { realTemplate } from "../../helpers/chatTemplates.js";
+
+/** Each family's real templates, and the format they must be detected as. */
+const families: readonly { format: string; templates: readonly string[] }[] = [
+    { format: "harmony", templates: ["openai-gpt-oss-120b.jinja"] },
+    { format: "llama3", templates: ["meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"] },
+    { format: "mistral", templates: ["mistralai-Ministral-3-14B-Reasoning-2512.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"] },
+    { format: "mistral-nemo", templates: ["mistralai-Mistral-Nemo-Instruct-2407.jinja"] },
+    { format: "qwen3-coder", templates: ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"] },
+    {
+        format: "hermes",
+        templates: [
+            "Qwen-Qwen3-0.6B.jinja", "Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-QwQ-32B.jinja",
+            "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"
+        ]
+    }
+];
+
+describe("chat format detection", () => {
+    for (const family of families) {
+        for (const file of family.templates) {
+            it(`recognises ${file} as ${family.format}`, () => {
+                assert.equal(detectChatFormat(realTemplate(file))?.format, family.format);
+            });
+        }
+    }
+
+    it("recognises Maple's own templates and the ChatML fallback as hermes", () => {
+        for (const template of [mapleChatTemplate, qwen3ChatTemplate, chatMlFallbackTemplate]) assert.equal(detectChatFormat(template)?.format, "hermes");
+    });
+
+    it("leaves functionary v3.1 (Llama 3's ipython role, <function=…> calls) to the default", () => {
+        assert.equal(detectChatFormat(realTemplate("meetkai-functionary-medium-v3.1.jinja")), undefined);
+    });
+
+    it("recognises nothing in a template without tool or reasoning markers (Gemma 2), which gets the default", () => {
+        const gemma = realTemplate("google-gemma-2-2b-it.jinja");
+        assert.equal(detectChatFormat(gemma), undefined);
+        const chosen = chooseChatFormat("auto", gemma);
+        assert.equal(chosen.format.name, "hermes");
+        assert.match(chosen.reason, /not recognised/);
+    });
+
+    it("takes --chat-format over the template, and says why it chose", () => {
+        assert.deepEqual(chooseChatFormat("hermes", "anything"), { format: chooseChatFormat("auto", qwen3ChatTemplate).format, reason: "--chat-format" });
+        assert.match(chooseChatFormat("auto", qwen3ChatTemplate).reason, /^detected: the chat template writes <tool_call> blocks$/);
+    });
+});
