@@ -21,6 +21,8 @@ export interface ToolBlock {
     open: string;
     /** The text that closes it; undefined: the block runs to the end of the output (Mistral's `[TOOL_CALLS]`). */
     close: string | undefined;
+    /** A block still open when the output ends is read as if closed there (a model that ends its turn without the closing marker). */
+    closedByEnd?: boolean;
     /** The block opens only at the very start of the answer (Llama 3's bare JSON call); elsewhere its opening is content. */
     atAnswerStart?: boolean;
     /** The opening text belongs to the body (Llama 3's `{`). */
@@ -223,7 +225,7 @@ export class MarkerOutputParser extends IncrementalParser {
         const close = block.close === undefined ? -1 : this.pending.indexOf(block.close);
         if (close < 0) {
             const possible = block.stillPossible?.(this.pending) ?? true;
-            if (final && block.close === undefined && possible) {
+            if (final && (block.close === undefined || block.closedByEnd === true) && possible) {
                 return this.#endBlock(parts, this.pending, "");
             }
             if (final || !possible) {

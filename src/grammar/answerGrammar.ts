@@ -79,6 +79,21 @@ export function gbnfLiteral(text: string): string {
     return JSON.stringify(text);
 }
 
+/**
+ * GBNF rules defining `maple-call`: one call to any of `tools`, written as `around(name)` says
+ * (the text before and after the arguments), the arguments being the tool's JSON (rule prefix
+ * `toolN-`). For the families that write a call's name outside its JSON arguments.
+ */
+export async function callPerTool(tools: readonly GrammarTool[], rules: JsonRules, around: (name: string) => [before: string, after: string]): Promise<string[]> {
+    const lines = [`maple-call ::= ${tools.map((_tool, index) => `maple-call-${index}`).join(" | ")}`];
+    for (const [index, tool] of tools.entries()) {
+        const [before, after] = around(tool.name);
+        lines.push(`maple-call-${index} ::= ${gbnfLiteral(before)} tool${index}-maple-json${after === "" ? "" : ` ${gbnfLiteral(after)}`}`);
+        lines.push(await rules(tool.parameters, `tool${index}-`));
+    }
+    return lines;
+}
+
 /** The rules an answer needs and the alternatives it may be (each an expression). */
 export interface AnswerRules {
     rules: string[];

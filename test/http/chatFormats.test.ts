@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { Ajv } from "ajv";
 import { mistralCallId } from "../../src/chatFormat/formats/mistral.js";
-import { ask, chatApis, type Answer } from "../helpers/apiAnswers.js";
+import { ask, chatApis, type Answer, type ChatApi } from "../helpers/apiAnswers.js";
 import { exact } from "../helpers/grammar.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 
@@ -92,8 +92,41 @@ const families: readonly Family[] = [
             `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lagos"}, "id": "${mistralCallId("call_1")}"}]`,
             `[TOOL_RESULTS]{"content": 31C, "call_id": "${mistralCallId("call_1")}"}[/TOOL_RESULTS]`
         ]
+    },
+    {
+        // llama.cpp's R1 template (the prompt opens <think>).
+        format: "deepseek-r1",
+        reasons: true,
+        template: "llama-cpp-deepseek-r1.jinja",
+        answer: "Adding.\n</think>\n\n4",
+        twoCalls: "Two tools.\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Lagos\"}\n```<｜tool▁call▁end｜>\n"
+            + "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        markers: ["</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"],
+        roundTrip: [
+            "<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Lagos\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            "<｜tool▁output▁begin｜>31C<｜tool▁output▁end｜>"
+        ]
+    },
+    {
+        // Thinking is off by default: every API's reasoning field turns it on (its `thinking`), and the prompt opens <think>.
+        format: "deepseek-v3.1",
+        reasons: true,
+        template: "deepseek-ai-DeepSeek-V3.1.jinja",
+        answer: "Adding.</think>4",
+        twoCalls: "Two tools.</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Lagos\"}<｜tool▁call▁end｜>"
+            + "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        markers: ["</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"],
+        roundTrip: ["<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Lagos\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "<｜tool▁output▁begin｜>31C<｜tool▁output▁end｜>"]
     }
 ];
+
+/** Each API's own field for "reason" (the one switch they all map onto). */
+const reasoningOn: Record<ChatApi, Record<string, unknown>> = {
+    chat: { reasoning_effort: "high" },
+    responses: { reasoning: { effort: "high" } },
+    messages: { thinking: { type: "enabled", budget_tokens: 150 } },
+    ollama: { think: true }
+};
 
 const templatePath = (file: string): string => fileURLToPath(new URL(`../../../test/fixtures/chatTemplates/${file}`, import.meta.url));
 
@@ -119,10 +152,11 @@ for (const family of families) {
         for (const api of chatApis) {
             for (const stream of [false, true]) {
                 it(`${api}${stream ? ", streamed" : ""}: reasoning split from the answer, and tool calls parsed into the API's own shape`, async () => {
-                    const answer = await ask(server, api, { user: "What is 2+2?", grammar: exact(family.answer) }, stream);
+                    const extra = family.reasons ? reasoningOn[api] : {};
+                    const answer = await ask(server, api, { user: "What is 2+2?", grammar: exact(family.answer), extra }, stream);
                     assert.deepEqual([answer.reasoning, answer.content, answer.calls], [family.reasons ? "Adding." : "", "4", []]);
                     assertNoMarkers(answer, family.markers, `${api} answer`);
-                    const calls = await ask(server, api, { user: "Weather and time?", tools: [weather, time], grammar: exact(family.twoCalls) }, stream);
+                    const calls = await ask(server, api, { user: "Weather and time?", tools: [weather, time], grammar: exact(family.twoCalls), extra }, stream);
                     assert.equal(calls.reasoning, family.reasons ? "Two tools." : "");
                     assert.equal(calls.content, "");
                     assert.deepEqual(calls.calls, [{ name: "get_weather", arguments: { city: "Lagos" } }, { name: "get_time", arguments: {} }]);
@@ -132,42 +166,24 @@ for (const family of families) {
             }
         }
 
-        it("enforces tool_choice required and a named function in the family's syntax (a random model, several seeds)", async () => {
+        it("enforces tool_choice required and a named function in the family's syntax, the thinking budget closing its reasoning first (a random model)", async () => {
+            // Messages' names: `any` is required, `tool` a named one. A reasoning family's thought is cut by the budget with its own marker.
             const validate = new Ajv().compile(weather.parameters);
-            let called = 0;
-            for (const seed of [1, 2, 3, 4, 5, 6]) {
-                for (const toolChoice of ["required", { type: "function", function: { name: "get_weather" } }]) {
-                    const answer = await ask(server, "chat", {
-                        user: "Weather in Lagos?", tools: toolChoice === "required" ? [weather, time] : [weather], maxTokens: 64,
-                        extra: { tool_choice: toolChoice, seed, temperature: 1, reasoning_effort: "none", parallel_tool_calls: false }
+            const thinking = family.reasons ? { type: "enabled", budget_tokens: 4 } : { type: "disabled" };
+            for (const seed of [1, 2, 3]) {
+                for (const toolChoice of [{ type: "any" }, { type: "tool", name: "get_weather" }]) {
+                    const answer = await ask(server, "messages", {
+                        user: "Weather in Lagos?", tools: toolChoice.type === "any" ? [weather, time] : [weather], maxTokens: 400,
+                        extra: { tool_choice: { ...toolChoice, disable_parallel_tool_use: true }, thinking, temperature: 1, seed }
                     }, false);
                     const context = `seed ${seed} ${JSON.stringify(toolChoice)}: ${JSON.stringify(answer)}`;
-                    // Cut by max_tokens: still reasoning, or a call being written (kept as text, as every format keeps an unfinished call).
-                    if (answer.finish === "length" && answer.calls.length === 0) continue;
-                    // A call may end exactly at max_tokens ("length"); otherwise the model's end ends the turn.
-                    assert.ok(answer.finish === "tool_calls" || answer.finish === "length", context);
-                    assert.equal(answer.content, "", context);
+                    assert.equal(answer.finish, "tool_use", context);
                     assert.equal(answer.calls.length, 1, context);
                     const [call] = answer.calls;
-                    assert.ok(call!.name === "get_weather" || (toolChoice === "required" && call!.name === "get_time"), context);
+                    assert.ok(call!.name === "get_weather" || (toolChoice.type === "any" && call!.name === "get_time"), context);
                     if (call!.name === "get_weather") assert.ok(validate(call!.arguments), context);
-                    called += 1;
+                    assertNoMarkers(answer, family.markers, context);
                 }
-            }
-            assert.ok(called > 0, "some seed answered with the enforced call");
-        });
-
-        it("closes the reasoning with the family's own marker when Messages' thinking budget is spent, then the enforced call follows", async (context) => {
-            if (!family.reasons) return context.skip("the family does not reason");
-            for (const seed of [1, 2, 3]) {
-                const answer = await ask(server, "messages", {
-                    user: "Weather in Lagos?", tools: [weather], maxTokens: 160,
-                    extra: { thinking: { type: "enabled", budget_tokens: 4 }, tool_choice: { type: "tool", name: "get_weather" }, temperature: 1, seed }
-                }, false);
-                const context = `seed ${seed}: ${JSON.stringify(answer)}`;
-                assert.equal(answer.finish, "tool_use", context);
-                assert.deepEqual(answer.calls.map((call) => call.name), ["get_weather"], context);
-                assertNoMarkers(answer, family.markers, context);
             }
         });
 

@@ -17,6 +17,12 @@ interface DetectionRule {
 const rules: readonly DetectionRule[] = [
     // gpt-oss: llama.cpp's first specialised template (`src.find("<|channel|>")`).
     { format: "harmony", because: "writes harmony's <|channel|> headers", matches: (template) => template.includes("<|channel|>") },
+    // DeepSeek V3.1 before R1 (llama.cpp's order): V3.1's template has a `thinking` prefix mode.
+    {
+        format: "deepseek-v3.1", because: "has DeepSeek V3.1's thinking prefix",
+        matches: (template) => template.includes("message['prefix'] is defined and message['prefix'] and thinking")
+    },
+    { format: "deepseek-r1", because: "writes DeepSeek's <｜tool▁calls▁begin｜> sections", matches: (template) => template.includes("<｜tool▁calls▁begin｜>") },
     // Mistral v11+ (Ministral 3, Magistral, Devstral, Small 3.2): llama.cpp's Ministral 3 rule
     // ([TOOL_CALLS] and [ARGS]) and Magistral's ([THINK] and [/THINK]).
     {

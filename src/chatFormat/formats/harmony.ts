@@ -1,4 +1,4 @@
-import { gbnfLiteral, type FormatGrammar } from "../../grammar/answerGrammar.js";
+import { callPerTool, gbnfLiteral, type FormatGrammar } from "../../grammar/answerGrammar.js";
 import { oneCallPerTurn, toTemplateMessages, toTemplateTools, type TemplateMessage } from "../templateMessages.js";
 import { decidedLength, IncrementalParser, type PartList } from "../incrementalParser.js";
 import type { ChatMessage, ReasoningSwitch, ToolDefinition } from "../types.js";
@@ -230,11 +230,8 @@ const harmonyGrammar: FormatGrammar = {
     afterReasoning: gbnfLiteral(`${START}assistant`),
     jsonAnswer: (json) => `${gbnfLiteral(`${CHANNEL}final${MESSAGE}`)} ${json}`,
     toolCalls: async ({ tools }, rules) => [
-        `maple-calls ::= ${tools.map((_tool, index) => `maple-call-${index}`).join(" | ")}`,
-        ...await Promise.all(tools.map(async (tool, index) => [
-            `maple-call-${index} ::= ${gbnfLiteral(`${CHANNEL}commentary to=functions.${tool.name} ${CONSTRAIN}json${MESSAGE}`)} tool${index}-maple-json`,
-            await rules(tool.parameters, `tool${index}-`)
-        ].join("\n")))
+        "maple-calls ::= maple-call",
+        ...await callPerTool(tools, rules, (name) => [`${CHANNEL}commentary to=functions.${name} ${CONSTRAIN}json${MESSAGE}`, ""])
     ],
     closeReasoning: END
 };

@@ -1,5 +1,6 @@
 import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
+import { deepSeekR1Format, deepSeekV31Format } from "./deepseek.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
 import { llama3Format } from "./llama3.js";
@@ -17,7 +18,9 @@ export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     "qwen3-coder": qwen3CoderFormat,
     llama3: llama3Format,
     mistral: mistralFormat,
-    "mistral-nemo": mistralNemoFormat
+    "mistral-nemo": mistralNemoFormat,
+    "deepseek-r1": deepSeekR1Format,
+    "deepseek-v3.1": deepSeekV31Format
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */

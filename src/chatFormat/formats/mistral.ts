@@ -1,4 +1,4 @@
-import { gbnfLiteral } from "../../grammar/answerGrammar.js";
+import { callPerTool, gbnfLiteral } from "../../grammar/answerGrammar.js";
 import { toolCallGrammarSchema } from "../../grammar/jsonSchemaSubset.js";
 import type { ToolBlock } from "../outputParser.js";
 import { toTemplateMessages, type TemplateMessage } from "../templateMessages.js";
@@ -14,7 +14,8 @@ import type { ChatFormat } from "./chatFormat.js";
  *   `[TOOL_CALLS]get_weather[ARGS]{"city": "Lagos"}`, each call after its own `[TOOL_CALLS]`;
  *   reasoning (Magistral, Ministral 3 Reasoning) in `[THINK]…[/THINK]`.
  * - `mistral-nemo` (Mistral Nemo, Mistral Small 3.0 / 3.1):
- *   `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lagos"}, "id": "a1b2c3d4e"}]`.
+ *   `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lagos"}, "id": "a1b2c3d4e"}]`;
+ *   no reasoning.
  *
  * The calls end the answer (the model's `</s>` follows), so a call is read when the generation
  * ends. Both formats read both syntaxes; each enforces its own. Followed: the templates, and
@@ -130,17 +131,15 @@ export const mistralFormat: ChatFormat = blockFamily({
     name: "mistral",
     toolCalls: async ({ tools, parallel }, rules) => [
         `maple-calls ::= ${parallel ? "maple-call+" : "maple-call"}`,
-        `maple-call ::= ${tools.map((_tool, index) => `maple-call-${index}`).join(" | ")}`,
-        ...(await Promise.all(tools.map(async (tool, index) => [
-            `maple-call-${index} ::= ${gbnfLiteral(`${TOOL_CALLS}${tool.name}${ARGS}`)} tool${index}-maple-json`,
-            await rules(tool.parameters, `tool${index}-`)
-        ]))).flat()
+        ...await callPerTool(tools, rules, (name) => [`${TOOL_CALLS}${name}${ARGS}`, ""])
     ]
 });
 
 export const mistralNemoFormat: ChatFormat = blockFamily({
     ...shared,
     name: "mistral-nemo",
+    // That generation does not reason.
+    reasoning: undefined,
     toolCalls: async ({ tools, parallel }, rules) => [
         `maple-calls ::= ${gbnfLiteral(`${TOOL_CALLS}[`)} call-maple-json ${parallel ? '( ", " call-maple-json )* ' : ""}"]"`,
         await rules(toolCallGrammarSchema(tools), "call-")

@@ -10,6 +10,8 @@ import { realTemplate } from "../../helpers/chatTemplates.js";
 const families: readonly { format: string; templates: readonly string[] }[] = [
     { format: "harmony", templates: ["openai-gpt-oss-120b.jinja"] },
     { format: "llama3", templates: ["meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"] },
+    { format: "deepseek-r1", templates: ["deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "llama-cpp-deepseek-r1.jinja"] },
+    { format: "deepseek-v3.1", templates: ["deepseek-ai-DeepSeek-V3.1.jinja"] },
     { format: "mistral", templates: ["mistralai-Ministral-3-14B-Reasoning-2512.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"] },
     { format: "mistral-nemo", templates: ["mistralai-Mistral-Nemo-Instruct-2407.jinja"] },
     { format: "qwen3-coder", templates: ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"] },

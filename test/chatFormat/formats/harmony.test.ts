@@ -180,7 +180,8 @@ describe("the harmony grammar", () => {
             harmonyFormat.grammar, rules);
         const gbnf = answerGbnf(answer, harmonyFormat.grammar.afterReasoning, undefined);
         assert.match(gbnf, /^maple-lead ::= "<\|start\|>assistant"$/m);
-        assert.match(gbnf, /^maple-calls ::= maple-call-0 \| maple-call-1$/m);
+        assert.match(gbnf, /^maple-calls ::= maple-call$/m);
+        assert.match(gbnf, /^maple-call ::= maple-call-0 \| maple-call-1$/m);
         assert.match(gbnf, /^maple-call-0 ::= "<\|channel\|>commentary to=functions.get_weather <\|constrain\|>json<\|message\|>" tool0-maple-json$/m);
         const first = answerGbnf(await answerRules({ json: { schema: undefined } }, harmonyFormat.grammar, rules), '""', harmonyFormat.grammar.reasoningOpen);
         assert.match(first, /^maple-body ::= \( "<\|channel\|>final<\|message\|>" maple-json \)$/m);
