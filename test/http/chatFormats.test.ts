@@ -117,6 +117,15 @@ const families: readonly Family[] = [
             + "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
         markers: ["</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"],
         roundTrip: ["<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Lagos\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "<｜tool▁output▁begin｜>31C<｜tool▁output▁end｜>"]
+    },
+    {
+        format: "glm4.5",
+        reasons: true,
+        template: "GLM-4.6.jinja",
+        answer: "\n<think>Adding.</think>\n4",
+        twoCalls: "\n<think>Two tools.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>",
+        markers: ["<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "<arg_value>"],
+        roundTrip: ["<think>Need the tool.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"]
     }
 ];
 
