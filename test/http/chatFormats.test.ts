@@ -153,9 +153,12 @@ for (const family of families) {
         });
         after(async () => server.close());
 
-        it("is recognised from the template, and /health says so", async () => {
+        it("is recognised from the template: /health says so, and /api/show says whether it thinks", async () => {
             const health = await (await server.request("/health")).json() as { chat_format: string };
             assert.equal(health.chat_format, family.format);
+            // Ollama clients offer reasoning by this: the family's own reasoning opening in its template.
+            const show = await (await server.post("/api/show", { model: "maple-preview" })).json() as { capabilities: string[] };
+            assert.equal(show.capabilities.includes("thinking"), family.reasons, JSON.stringify(show.capabilities));
         });
 
         for (const api of chatApis) {
