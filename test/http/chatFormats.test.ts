@@ -117,6 +117,15 @@ const families: readonly Family[] = [
             + "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
         markers: ["</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"],
         roundTrip: ["<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Lagos\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "<｜tool▁output▁begin｜>31C<｜tool▁output▁end｜>"]
+    },
+    {
+        format: "glm4.5",
+        reasons: true,
+        template: "GLM-4.6.jinja",
+        answer: "\n<think>Adding.</think>\n4",
+        twoCalls: "\n<think>Two tools.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>",
+        markers: ["<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "<arg_value>"],
+        roundTrip: ["<think>Need the tool.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"]
     }
 ];
 
@@ -144,9 +153,12 @@ for (const family of families) {
         });
         after(async () => server.close());
 
-        it("is recognised from the template, and /health says so", async () => {
+        it("is recognised from the template: /health says so, and /api/show says whether it thinks", async () => {
             const health = await (await server.request("/health")).json() as { chat_format: string };
             assert.equal(health.chat_format, family.format);
+            // Ollama clients offer reasoning by this: the family's own reasoning opening in its template.
+            const show = await (await server.post("/api/show", { model: "maple-preview" })).json() as { capabilities: string[] };
+            assert.equal(show.capabilities.includes("thinking"), family.reasons, JSON.stringify(show.capabilities));
         });
 
         for (const api of chatApis) {

@@ -31,6 +31,11 @@ const rules: readonly DetectionRule[] = [
     },
     // Mistral Nemo, Small 3.0 / 3.1: llama.cpp's last rule (mistral_nemo).
     { format: "mistral-nemo", because: "writes [TOOL_CALLS] lists", matches: (template) => template.includes("[TOOL_CALLS]") },
+    // GLM-4.5 / 4.6 / 4.7: llama.cpp's rule (before Hermes, whose <tool_call> it shares).
+    {
+        format: "glm4.5", because: "has GLM's [gMASK]<sop> and <arg_key> / <arg_value> calls",
+        matches: (template) => template.includes("[gMASK]<sop>") && template.includes("<arg_key>") && template.includes("<arg_value>")
+    },
     // Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5 Flash: llama.cpp's specialised rule (before
     // Hermes, whose <tool_call> it shares), which leaves out templates without the newlines.
     {

@@ -1,6 +1,7 @@
 import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
 import { deepSeekR1Format, deepSeekV31Format } from "./deepseek.js";
+import { glmFormat } from "./glm.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
 import { llama3Format } from "./llama3.js";
@@ -20,7 +21,8 @@ export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     mistral: mistralFormat,
     "mistral-nemo": mistralNemoFormat,
     "deepseek-r1": deepSeekR1Format,
-    "deepseek-v3.1": deepSeekV31Format
+    "deepseek-v3.1": deepSeekV31Format,
+    "glm4.5": glmFormat
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */

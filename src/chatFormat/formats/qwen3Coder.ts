@@ -1,10 +1,9 @@
-import { gbnfLiteral } from "../../grammar/answerGrammar.js";
 import type { ParsedToolCall } from "../toolCallBody.js";
 import type { ToolDefinition } from "../types.js";
 import { blockFamily } from "./blockFamily.js";
 import type { ChatFormat } from "./chatFormat.js";
 import { THINK_CLOSE, THINK_OPEN, thinkBlock, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "./hermes.js";
-import { argumentsObject, xmlArgumentRules, type XmlArgumentSyntax } from "./xmlArguments.js";
+import { argumentsObject, xmlCallRules, type XmlArgumentSyntax } from "./xmlArguments.js";
 
 /**
  * Qwen3-Coder's XML tool calls (also Qwen3.5's, Nemotron 3 Nano's and StepFun 3.5 Flash's):
@@ -72,13 +71,7 @@ export const qwen3CoderFormat: ChatFormat = blockFamily({
     reasoning: thinkBlock,
     toolBlocks: [{ open: TOOL_CALL_OPEN, close: TOOL_CALL_CLOSE, parse: parseFunctionCalls }],
     // The template's layout: each call's block on its own lines.
-    toolCalls: async ({ tools, parallel }, rules) => [
-        `maple-calls ::= ${parallel ? 'maple-call ( "\\n" maple-call )*' : "maple-call"}`,
-        `maple-call ::= ${tools.map((_tool, index) => `maple-call-${index}`).join(" | ")}`,
-        ...(await Promise.all(tools.map(async (tool, index) => [
-            `maple-call-${index} ::= ${gbnfLiteral(`${TOOL_CALL_OPEN}\n${FUNCTION_OPEN}${tool.name}>\n`)} tool${index}-args ${gbnfLiteral(`${FUNCTION_CLOSE}\n${TOOL_CALL_CLOSE}`)}`,
-            ...await xmlArgumentRules(`tool${index}-args`, tool.parameters, argumentSyntax, rules)
-        ]))).flat()
-    ],
+    toolCalls: (constraint, rules) => xmlCallRules(constraint, rules, argumentSyntax,
+        (name) => [`${TOOL_CALL_OPEN}\n${FUNCTION_OPEN}${name}>\n`, `${FUNCTION_CLOSE}\n${TOOL_CALL_CLOSE}`]),
     preservedTokens: [THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE]
 });

@@ -1,4 +1,4 @@
-import { gbnfLiteral, type JsonRules } from "../../grammar/answerGrammar.js";
+import { gbnfLiteral, type JsonRules, type ToolCallsConstraint } from "../../grammar/answerGrammar.js";
 import type { GrammarJsonSchema } from "../../grammar/jsonSchemaSubset.js";
 import type { ParsedToolCall } from "../toolCallBody.js";
 import type { ToolDefinition } from "../types.js";
@@ -94,6 +94,24 @@ export async function xmlArgumentRules(name: string, parameters: GrammarJsonSche
         items.push(`${gbnfLiteral(syntax.open(key))} ${valueRule} ${gbnfLiteral(syntax.close + syntax.separator)}`);
     }
     lines.unshift(`${name} ::= ${items.length === 0 ? '""' : items.join(" ")}`);
+    return lines;
+}
+
+/**
+ * GBNF rules defining `maple-calls`: one call (several, newline-separated, when `parallel`) to any
+ * of `tools`, each `around(name)`'s two texts around its arguments in `syntax`.
+ */
+export async function xmlCallRules(constraint: ToolCallsConstraint, rules: JsonRules, syntax: XmlArgumentSyntax,
+    around: (name: string) => [before: string, after: string]): Promise<string[]> {
+    const lines = [
+        `maple-calls ::= ${constraint.parallel ? 'maple-call ( "\\n" maple-call )*' : "maple-call"}`,
+        `maple-call ::= ${constraint.tools.map((_tool, index) => `maple-call-${index}`).join(" | ")}`
+    ];
+    for (const [index, tool] of constraint.tools.entries()) {
+        const [before, after] = around(tool.name);
+        lines.push(`maple-call-${index} ::= ${gbnfLiteral(before)} tool${index}-args ${gbnfLiteral(after)}`);
+        lines.push(...await xmlArgumentRules(`tool${index}-args`, tool.parameters, syntax, rules));
+    }
     return lines;
 }
 

@@ -14,6 +14,7 @@ const families: readonly { format: string; templates: readonly string[] }[] = [
     { format: "deepseek-v3.1", templates: ["deepseek-ai-DeepSeek-V3.1.jinja"] },
     { format: "mistral", templates: ["mistralai-Ministral-3-14B-Reasoning-2512.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"] },
     { format: "mistral-nemo", templates: ["mistralai-Mistral-Nemo-Instruct-2407.jinja"] },
+    { format: "glm4.5", templates: ["GLM-4.6.jinja", "GLM-4.7-Flash.jinja"] },
     { format: "qwen3-coder", templates: ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"] },
     {
         format: "hermes",
