@@ -1,4 +1,4 @@
-import { once } from "node:events";
+import { once, setMaxListeners } from "node:events";
 import { readFile, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { createServer, type Server } from "node:http";
@@ -78,6 +78,9 @@ export async function startServer(config: MapleConfig, options: StartServerOptio
     });
     const host = models.default.chat;
     const shutdown = new AbortController();
+    // Every request in flight listens on it (requestCancellation), so more than Node's default 10
+    // at once is normal, not a leak: each listener is removed when its response closes.
+    setMaxListeners(0, shutdown.signal);
     // Redis connects in the background: requests that need no store are served meanwhile.
     const responseStore = openResponseStore(config, logger);
     const app = buildApp({ config, host, models, logger, version, shutdownSignal: shutdown.signal, responseStore });

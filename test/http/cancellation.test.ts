@@ -100,4 +100,22 @@ describe("cancellation when the client goes away", () => {
         assert.equal(health.queue_depth, 0);
         assert.equal(health.active, 0);
     });
+
+    it("serves more requests at once than Node's default 10 listeners on the server's shutdown signal, without a MaxListenersExceededWarning", async () => {
+        const warnings: string[] = [];
+        const onWarning = (warning: Error): void => void warnings.push(warning.name);
+        process.on("warning", onWarning);
+        try {
+            // One slot: they wait in the queue together, each listening on the shutdown signal.
+            const responses = await Promise.all(Array.from({ length: 12 }, async (_, index) => server.post("/v1/completions", {
+                prompt: `Request ${index}:`, max_tokens: 2, ignore_eos: true, temperature: 0
+            })));
+            for (const response of responses) assert.equal(response.status, 200);
+            // Node emits process warnings on a later turn.
+            await new Promise((resolve) => setImmediate(resolve));
+            assert.deepEqual(warnings.filter((name) => name === "MaxListenersExceededWarning"), []);
+        } finally {
+            process.off("warning", onWarning);
+        }
+    });
 });
