@@ -96,8 +96,10 @@ struct MapleDecodeRun {
         return nullptr;
     }
 
-    void post(MapleRunEvent* event) {
-        events.NonBlockingCall(event, [](Napi::Env env, Napi::Function onEvent, MapleRunEvent* event) {
+    // To the run's own events: once its last event is posted, the main thread may start the next
+    // run, which replaces \`events\`.
+    static void post(Napi::ThreadSafeFunction& runEvents, MapleRunEvent* event) {
+        runEvents.NonBlockingCall(event, [](Napi::Env env, Napi::Function onEvent, MapleRunEvent* event) {
             const bool ended = event->ended;
             if (event->run != nullptr) mapleEndDecodeRun(event->run);
             Napi::Value rows = env.Undefined();
@@ -123,6 +125,7 @@ struct MapleDecodeRun {
     }
 
     void loop() {
+        Napi::ThreadSafeFunction runEvents = events;
         llama_batch batch = llama_batch_init(members.size(), 0, 1);
         const llama_vocab* vocab = ctx->model->vocab;
         std::vector<size_t> stepped;
@@ -159,7 +162,7 @@ struct MapleDecodeRun {
                         ? "could not find a KV slot for the batch (try reducing the size of the batch or increase the context)"
                         : "Eval has failed";
                 }
-                post(event);
+                post(runEvents, event);
                 break;
             }
 
@@ -205,17 +208,20 @@ struct MapleDecodeRun {
                 }
             }
             lock.unlock();
-            post(event);
+            post(runEvents, event);
         }
         llama_batch_free(batch);
+        {
+            // Before the last event: after it, the next run's start sets it again.
+            std::lock_guard<std::mutex> lock(mutex);
+            finished = true;
+            changed.notify_all();
+        }
         auto* ended = new MapleRunEvent();
         ended->ended = true;
         ended->run = this;
-        post(ended);
-        events.Release();
-        std::lock_guard<std::mutex> lock(mutex);
-        finished = true;
-        changed.notify_all();
+        post(runEvents, ended);
+        runEvents.Release();
     }
 
 };

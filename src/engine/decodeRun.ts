@@ -48,12 +48,22 @@ export interface RunStart {
 interface Seat {
     sequence: LlamaContextSequence;
     waiting?: { resolve(token: number | Error): void; reject(error: unknown): void };
-    /** A step's outcome that came before the decode loop asked for it. */
-    early?: number | Error;
+    /**
+     * A step the run took before the decode loop asked for it: the token it decoded and what it
+     * sampled after it. Kept after the run stops or ends: the token is in the slot and counted,
+     * so the decode loop's next step is this one, never a second decode of the same token.
+     */
+    early?: DecodedAhead;
     /** The run decodes `next` (the token it sampled last) without being asked. */
     goesOn: boolean;
     next: number;
     left?: () => void;
+}
+
+/** A token a run decoded before its generation asked for that step, and the outcome of the step. */
+export interface DecodedAhead {
+    token: number;
+    outcome: number | Error;
 }
 
 /**
@@ -94,9 +104,13 @@ export class DecodeRun {
         }, waitMs);
     }
 
-    /** Whether the run decodes `token` as the sequence's next one (it sampled it and goes on). */
+    /** Whether the run decoded `token` as the sequence's next one already, or will (it sampled it and goes on). */
     decodes(sequence: LlamaContextSequence, token: Token): boolean {
         const seat = this.seats.get(sequenceId(sequence));
+        if (seat?.early !== undefined) {
+            if (seat.early.token !== token) throw new Error(`the decode run decoded token ${seat.early.token}, not ${token}`);
+            return true;
+        }
         if (seat === undefined || !seat.goesOn || this.finished) return false;
         if (seat.next !== token) throw new Error(`the decode run decodes token ${seat.next}, not ${token}`);
         return true;
@@ -106,9 +120,9 @@ export class DecodeRun {
     next(sequence: LlamaContextSequence): Promise<number | Error> {
         const seat = this.seats.get(sequenceId(sequence))!;
         if (seat.early !== undefined) {
-            const early = seat.early;
+            const { outcome } = seat.early;
             seat.early = undefined;
-            return Promise.resolve(early);
+            return Promise.resolve(outcome);
         }
         return new Promise((resolve, reject) => { seat.waiting = { resolve, reject }; });
     }
@@ -129,6 +143,13 @@ export class DecodeRun {
         return new Promise((resolve) => { seat.left = resolve; });
     }
 
+    /** The steps the run took that no decode loop asked for yet, by sequence (read once the run ended). */
+    decodedAhead(): Map<LlamaContextSequence, DecodedAhead> {
+        const ahead = new Map<LlamaContextSequence, DecodedAhead>();
+        for (const seat of this.seats.values()) if (seat.early !== undefined) ahead.set(seat.sequence, seat.early);
+        return ahead;
+    }
+
     /** Ends every sequence's part after the step in progress (another generation or exclusive work needs the context). */
     stop(): void {
         if (!this.finished) this.native.decodeRunStop();
@@ -146,7 +167,7 @@ export class DecodeRun {
             const waiting = seat.waiting;
             seat.waiting = undefined;
             if (waiting !== undefined) waiting.resolve(outcome);
-            else seat.early = outcome;
+            else seat.early = { token: rows[4 * row + 1]!, outcome };
             if (!seat.goesOn) seat.left?.();
         }
     }

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { withLock } from "lifecycle-utils";
-import { countDecoded, DecodeRun, sequenceId, type NativeDecodeRuns, type RunStart } from "./decodeRun.js";
+import { countDecoded, DecodeRun, sequenceId, type DecodedAhead, type NativeDecodeRuns, type RunStart } from "./decodeRun.js";
 import { slowConsumerWaitMs, type StepBarrier } from "./stepBarrier.js";
 
 /**
@@ -66,6 +66,11 @@ export class DirectSteps {
     private readonly native: NativeContext & Partial<NativeDecodeRuns>;
     /** The native decode run in progress, if any: it holds the context lock until it ends. */
     private run: DecodeRun | undefined;
+    /**
+     * Steps an ended run took before their generations asked for them (a stop came between a
+     * generation's token and its next step): the next step of such a generation is this one.
+     */
+    private readonly decodedAhead = new Map<LlamaContextSequence, DecodedAhead>();
     /** Batches handed out or waiting for the context lock. */
     private readonly dispatches = new Set<Promise<void>>();
     /** Tokens each sequence's consumer finished since its last step was asked for: a run's first credits. */
@@ -101,6 +106,8 @@ export class DirectSteps {
     /** Stops a decode run, and resolves once no step of this context is in flight. */
     private async settled(): Promise<void> {
         this.run?.stop();
+        // Steps queued in these microtasks are dispatched from a tick queued before this one.
+        if (this.queued.length > 0) await new Promise((resolve) => process.nextTick(resolve));
         await Promise.all(this.dispatches);
     }
 
@@ -117,6 +124,12 @@ export class DirectSteps {
      */
     step(sequence: LlamaContextSequence, token: Token, sampler: NativeSampler, config: Record<string, unknown>, selfDecodes?: number): Promise<number | Error> {
         if (this.run?.decodes(sequence, token) === true) return this.run.next(sequence);
+        const ahead = this.decodedAhead.get(sequence);
+        if (ahead !== undefined) {
+            this.decodedAhead.delete(sequence);
+            if (ahead.token !== token) throw new Error(`the decode run decoded token ${ahead.token}, not ${token}`);
+            return Promise.resolve(ahead.outcome);
+        }
         // A generation out of the run steps from JS: the run stops, and all step together again.
         this.run?.stop();
         this.consumedSinceStep.set(sequence, 0);
@@ -140,6 +153,7 @@ export class DirectSteps {
     /** The generation ends: resolves once no decode run uses its sequence or sampler. */
     release(sequence: LlamaContextSequence): Promise<void> {
         this.consumedSinceStep.delete(sequence);
+        this.decodedAhead.delete(sequence);
         return this.run?.release(sequence) ?? Promise.resolve();
     }
 
@@ -210,6 +224,7 @@ export class DirectSteps {
             await run.ended;
         } finally {
             this.run = undefined;
+            for (const [sequence, ahead] of run.decodedAhead()) this.decodedAhead.set(sequence, ahead);
         }
     }
 }

@@ -109,16 +109,30 @@ describe("direct steps (a plain generation's steps without node-llama-cpp's eval
     });
 });
 
-/** DirectSteps whose steps may go on as native decode runs (as the engine's do), with its runs and JS batches counted. */
-function withRuns(barrier: StepBarrier): { steps: DirectSteps; runs: () => number; batches: () => number } {
+type RunEvent = (rows: Int32Array | undefined, ...rest: unknown[]) => void;
+
+/**
+ * DirectSteps whose steps may go on as native decode runs (as the engine's do), with its runs and
+ * JS batches counted; `beforeRows(count)` runs before each event with rows reaches a run's JS
+ * side (`count`: such events so far, over all runs).
+ */
+function withRuns(barrier: StepBarrier, beforeRows?: (count: number) => void): { steps: DirectSteps; runs: () => number; batches: () => number } {
     const steps = DirectSteps.for(context, model)!;
     const native = (context as unknown as { _ctx: Record<string, (...args: unknown[]) => unknown> })._ctx;
     let runs = 0;
     let batches = 0;
+    let rowEvents = 0;
     // Counted on this instance's calls only: the native object's methods are read-only.
     const call = (name: string) => (...args: unknown[]) => native[name]!.apply(native, args);
     const counted = {
-        startDecodeRun: (...args: unknown[]) => { runs += 1; return call("startDecodeRun")(...args); },
+        startDecodeRun: (steps: unknown, samplers: unknown, onEvent: RunEvent, waitMs: unknown) => {
+            runs += 1;
+            const observed: RunEvent = (rows, ...rest) => {
+                if (rows !== undefined) beforeRows?.(++rowEvents);
+                onEvent(rows, ...rest);
+            };
+            return call("startDecodeRun")(steps, samplers, observed, waitMs);
+        },
         decodeStepsAndSample: (...args: unknown[]) => { batches += 1; return call("decodeStepsAndSample")(...args); },
         decodeRunGrant: call("decodeRunGrant"), decodeRunRelease: call("decodeRunRelease"), decodeRunStop: call("decodeRunStop")
     };
@@ -186,10 +200,7 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         const counted = withRuns(barrier);
         const tokens = await prepare(0, "Once upon a time");
         const generation = generate(barrier, 0, tokens, { ...plain, seed: 41 }, 64, counted.steps);
-        // Polled every 5 ms: exclusive work that arrives later in the run (the default 20 ms poll)
-        // aborted the process in 2 of 8 runs on the AVX2 kernels (SIGABRT, no message), never at
-        // 5 ms in 5: a race in the native decode run's stop, open in issue 56.
-        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start", 10_000, 5);
+        await waitFor(() => (counted.runs() > 0 ? true : undefined), "the first generation's native decode run to start");
         // Exclusive work may call llama.cpp without node-llama-cpp's lock: the run's thread must be done.
         const [atStart, atEnd] = await barrier.exclusive(async () => {
             const held = sequences[0]!.nextTokenIndex;
@@ -199,5 +210,38 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         assert.equal(atEnd, atStart, "nothing decoded during the exclusive work");
         const generated = await generation;
         assert.equal(generated.length, 64);
+    });
+
+    it("takes the step a stopping run decoded before its generation asked for it, instead of decoding that token again", async () => {
+        const prompt = "Once upon a time";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), { ...plain, seed: 43 }, 48, false);
+        const barrier = new StepBarrier();
+        let exclusive: Promise<void> | undefined;
+        // Closed as the run's 8th step reaches JS: the generation given that token waits at the
+        // barrier before it asks for its next step, which the run, credited, is already decoding.
+        // (Run this way, the token was decoded twice: the sequence counted one token more than
+        // was generated, and the tokens after it differed.)
+        const counted = withRuns(barrier, (count) => {
+            if (count === 8) exclusive = barrier.exclusive(async () => undefined);
+        });
+        const natively = await generate(barrier, 0, await prepare(0, prompt), { ...plain, seed: 43 }, 48, counted.steps);
+        assert.ok(exclusive, "the exclusive work came during the run");
+        await exclusive;
+        assert.deepEqual(natively, reference);
+        assert.equal(counted.runs(), 2);
+    });
+    it("starts a run as the one before ends, many times over, with the same tokens", async () => {
+        const prompt = "A list of colors:";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), { ...plain, seed: 47 }, 96, false);
+        const barrier = new StepBarrier();
+        // Every 4th step stops the run for an instant of exclusive work; the next run starts as
+        // soon as the generation steps again, while the ended run's thread is still finishing.
+        // (The ended thread released the new run's event channel: SIGABRT, 1 in 3 files.)
+        const counted = withRuns(barrier, (count) => {
+            if (count % 4 === 0) void barrier.exclusive(async () => undefined);
+        });
+        const natively = await generate(barrier, 0, await prepare(0, prompt), { ...plain, seed: 47 }, 96, counted.steps);
+        assert.deepEqual(natively, reference);
+        assert.ok(counted.runs() >= 10, `runs: ${counted.runs()}`);
     });
 });
