@@ -320,7 +320,7 @@ describe("the web chat in Chromium", () => {
             temperature: 0.3,
             top_p: 0.9,
             max_tokens: 60,
-            chat_template_kwargs: { enable_thinking: false },
+            reasoning_effort: "none",
             grammar: exact("Straight to the answer."),
             seed: 7
         });

@@ -93,7 +93,10 @@ export function chatRequestBody(turns: Turn[], settings: ChatSettings, model: st
         ...(temperature !== undefined ? { temperature } : {}),
         ...(topP !== undefined ? { top_p: topP } : {}),
         ...(maxTokens !== undefined ? { max_tokens: Math.round(maxTokens) } : {}),
-        chat_template_kwargs: { enable_thinking: settings.thinking },
+        // Maple's one reasoning switch (src/wire/reasoning.ts), which each model's chat format turns
+        // into its template's own variable: Qwen3's enable_thinking, DeepSeek V3.1's thinking,
+        // gpt-oss's reasoning_effort (which has no off: none is its lowest, low).
+        reasoning_effort: settings.thinking ? "medium" : "none",
         ...extraFields
     };
 }

@@ -59,7 +59,7 @@ export function SettingsDialog({ open, settings, apiKey, onSave, onClose }: Sett
                 </div>
                 <label class="checkbox">
                     <input id="thinking" type="checkbox" checked={draft.thinking} onChange={(event) => field("thinking")(event.currentTarget.checked)} />
-                    Thinking (chat_template_kwargs.enable_thinking)
+                    Thinking (reasoning_effort: medium, or none when off)
                 </label>
                 <label for="extra-fields">Extra request fields (JSON object, merged into every request)</label>
                 <textarea id="extra-fields" rows={4} spellcheck={false} class="mono" placeholder={"{\"seed\": 42}"} value={draft.extraFields}
