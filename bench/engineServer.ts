@@ -22,7 +22,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { once } from "node:events";
 import { defaultConfig } from "../src/config/settings.js";
-import { loadLlamaEngine } from "../src/engine/llamaEngine.js";
+import { loadLlamaEngine } from "../src/engine/loadLlamaEngine.js";
 import { startTextGeneration, type TextGeneration } from "../src/core/generateText.js";
 import { buildApp } from "../src/http/app.js";
 import { createLogger } from "../src/server/logger.js";

@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { defaultCacheRamMiB, type MapleConfig } from "../config/settings.js";
 import { ContextDoesNotFitError } from "../engine/contextFit.js";
-import { loadLlamaEngine, type PromptCacheSettings } from "../engine/llamaEngine.js";
+import { loadLlamaEngine, type PromptCacheSettings } from "../engine/loadLlamaEngine.js";
 import type { Engine } from "../engine/types.js";
 import { loadEmbeddingEngine } from "../engine/embeddingEngine.js";
 import { readModelFileFacts } from "../engine/modelFileFacts.js";

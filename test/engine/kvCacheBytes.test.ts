@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { kvCacheBytes } from "../../src/engine/kvCacheBytes.js";
-import { loadLlamaEngine } from "../../src/engine/llamaEngine.js";
+import { loadLlamaEngine } from "../../src/engine/loadLlamaEngine.js";
 import { readModelFileFacts } from "../../src/engine/modelFileFacts.js";
 import type { Engine } from "../../src/engine/types.js";
 import { resolveModel } from "../../src/models/resolveModel.js";

@@ -1,5 +1,5 @@
 import type { GpuSetting } from "../../src/engine/backendChoice.js";
-import { loadLlamaEngine } from "../../src/engine/llamaEngine.js";
+import { loadLlamaEngine } from "../../src/engine/loadLlamaEngine.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
 import { readyModel } from "../../src/server/startServer.js";
 import type { ReadyModel } from "../../src/core/modelHost.js";
