@@ -58,6 +58,8 @@ interface Seat {
     goesOn: boolean;
     next: number;
     left?: () => void;
+    /** The generation is over: a step the run takes ahead for it is nobody's next step. */
+    released?: boolean;
 }
 
 /** A token a run decoded before its generation asked for that step, and the outcome of the step. */
@@ -138,7 +140,10 @@ export class DecodeRun {
     /** Ends the sequence's part in the run; resolves once the run no longer uses its sampler or slot. */
     release(sequence: LlamaContextSequence): Promise<void> {
         const seat = this.seats.get(sequenceId(sequence));
-        if (seat === undefined || !seat.goesOn || this.finished) return Promise.resolve();
+        if (seat === undefined) return Promise.resolve();
+        seat.released = true;
+        seat.early = undefined;
+        if (!seat.goesOn || this.finished) return Promise.resolve();
         this.native.decodeRunRelease(sequenceId(sequence));
         return new Promise((resolve) => { seat.left = resolve; });
     }
@@ -167,7 +172,7 @@ export class DecodeRun {
             const waiting = seat.waiting;
             seat.waiting = undefined;
             if (waiting !== undefined) waiting.resolve(outcome);
-            else seat.early = { token: rows[4 * row + 1]!, outcome };
+            else if (seat.released !== true) seat.early = { token: rows[4 * row + 1]!, outcome };
             if (!seat.goesOn) seat.left?.();
         }
     }

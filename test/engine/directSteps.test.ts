@@ -56,9 +56,10 @@ async function prepare(slot: number, prompt: string): Promise<Token[]> {
 
 /** Generates `count` tokens after the prepared `tokens` in slot `slot`, directly or through node-llama-cpp's evaluation. */
 async function generate(barrier: StepBarrier, slot: number, tokens: Token[], sampling: SamplingOptions, count: number, useDirect: boolean | DirectSteps,
-    stopAfter?: number): Promise<Token[]> {
+    stopAfter?: number, abortAfter?: number): Promise<Token[]> {
     const sequence = sequences[slot]!;
-    const request = { promptTokens: tokens, sampling, maxTokens: count, signal: new AbortController().signal };
+    const abort = new AbortController();
+    const request = { promptTokens: tokens, sampling, maxTokens: count, signal: abort.signal };
     const generated: Token[] = [];
     const loop = decodeLoop({
         slot, sequence, model, input: tokens.slice(-1), sampling: adapters.forRequest(request, tokens, tokens.length - 1),
@@ -67,7 +68,10 @@ async function generate(barrier: StepBarrier, slot: number, tokens: Token[], sam
     for await (const token of loop) {
         generated.push(token.token as Token);
         if (generated.length === stopAfter) break;
+        // The request's signal, as a client that goes away aborts it: the decode loop stops by itself.
+        if (generated.length === abortAfter) abort.abort();
     }
+    if (abortAfter !== undefined) return generated;
     if (stopAfter !== undefined) {
         // A consumer that stops leaves the last token it was given evaluated, as a direct step does.
         assert.deepEqual(sequence.contextTokens, [...tokens, ...generated]);
@@ -230,6 +234,19 @@ describe("native decode runs (a plain generation's steps on the addon's own thre
         assert.deepEqual(natively, reference);
         assert.equal(counted.runs(), 2);
     });
+    it("drops the step a run took ahead for a generation whose request was aborted: the slot's next generation runs as usual", async () => {
+        const prompt = "The weather today is";
+        const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), plain, 48, false);
+        const barrier = new StepBarrier();
+        const counted = withRuns(barrier);
+        // Aborted: the decode loop stops asking, while the run, credited, has decoded the next token.
+        const aborted = await generate(barrier, 0, await prepare(0, "Once upon a time"), { ...plain, seed: 45 }, 64, counted.steps, undefined, 12);
+        assert.ok(aborted.length >= 12 && aborted.length < 64, `generated ${aborted.length}`);
+        // (That step was kept for the slot: its next generation was refused, "the decode run decoded token …".)
+        assert.deepEqual(await generate(barrier, 0, await prepare(0, prompt), plain, 48, counted.steps), reference);
+        assert.equal(counted.runs(), 2);
+    });
+
     it("starts a run as the one before ends, many times over, with the same tokens", async () => {
         const prompt = "A list of colors:";
         const reference = await generate(new StepBarrier(), 0, await prepare(0, prompt), { ...plain, seed: 47 }, 96, false);
