@@ -111,7 +111,7 @@ function foldSystem(messages: readonly ChatMessage[]): ChatMessage[] {
     return result;
 }
 
-/** Reads `<think>` as Hermes does (should a model write one), then the answer's JSON when tools were offered. */
+/** Reads `<think>` as Hermes does (should a model write one unforced), then the answer's JSON when tools were offered. */
 class GenericOutputParser implements OutputParser {
     readonly #text: MarkerOutputParser;
     readonly #envelope: JsonEnvelopeReader | undefined;
@@ -148,7 +148,10 @@ export const genericFormat: ChatFormat = {
     name: "generic",
     preservedTokens: [THINK_OPEN, THINK_CLOSE],
     grammar: {
-        reasoningOpen: THINK_OPEN,
+        // Not offered by the grammar: these templates have no reasoning, and a model free to open
+        // `<think>` under an enforced answer could think instead of answering (a random one did,
+        // to the token limit). The parser still reads one a model writes unforced.
+        reasoningOpen: undefined,
         afterReasoning: "[ \\t\\n]{0,4}",
         // Beside tools the JSON answer is the envelope's response; without them (no tools offered) the answer itself.
         jsonAnswer: (json, besideToolCalls) => (besideToolCalls ? `${gbnfLiteral('{"response": ')} ${json} "}"` : json),
