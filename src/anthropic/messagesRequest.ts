@@ -86,7 +86,7 @@ const messagesWire = promptWire.merge(samplingWire).extend({
 });
 
 /** What the template needs from a Messages request (all that count_tokens reads). */
-export type MessagesPrompt = Pick<ChatGenerationRequest, "messages" | "tools" | "toolChoice" | "templateKwargs" | "reasoning" | "answer"> & {
+export type MessagesPrompt = Pick<ChatGenerationRequest, "messages" | "tools" | "toolChoice" | "parallelToolCalls" | "templateKwargs" | "reasoning" | "answer"> & {
     model: string | undefined;
 };
 
@@ -146,6 +146,7 @@ function toMessagesPrompt(wire: z.infer<typeof promptWire>): MessagesPrompt {
         messages: [...(system === "" ? [] : [{ role: "system" as const, content: system }]), ...toChatMessages(wire.messages)],
         tools,
         toolChoice,
+        parallelToolCalls: parallel,
         templateKwargs: wire.chat_template_kwargs ?? {},
         reasoning: reasoningSwitch(wire.thinking == null ? undefined : wire.thinking.type !== "disabled"),
         answer: answerConstraint(json, toolChoice, offered, parallel, (index) => `tools[${wireIndex[index]}].input_schema`)

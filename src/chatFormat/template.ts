@@ -26,7 +26,7 @@ export interface RenderChatOptions {
      * The messages as the model family's template reads them (`ChatFormat.templateMessages`).
      * Default: the OpenAI / Transformers dicts of `toTemplateMessages`.
      */
-    templateMessages?: (messages: readonly ChatMessage[], template: string) => TemplateMessage[];
+    templateMessages?: (messages: readonly ChatMessage[], template: string, tools: readonly ToolDefinition[]) => TemplateMessage[];
     /** The tools as the family's template reads them (`ChatFormat.templateTools`). Default: `toTemplateTools`. */
     templateTools?: (tools: readonly ToolDefinition[]) => TemplateTool[];
 }
@@ -67,7 +67,7 @@ export function renderChatPrompt(options: RenderChatOptions): string {
     const template = parsedTemplate(options.template);
     const variables: Record<string, unknown> = {
         ...options.kwargs,
-        messages: options.templateMessages?.(options.messages, options.template) ?? toTemplateMessages(options.messages, options.template.includes("developer")),
+        messages: options.templateMessages?.(options.messages, options.template, options.tools ?? []) ?? toTemplateMessages(options.messages, options.template.includes("developer")),
         add_generation_prompt: options.addGenerationPrompt,
         bos_token: options.bosToken,
         eos_token: options.eosToken

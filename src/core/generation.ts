@@ -5,6 +5,7 @@ import type { Engine, EngineGrammar, SamplingOptions } from "../engine/types.js"
 import { isAbortError, ServerError } from "../errors.js";
 import { startTextGenerations, type GenerationObserver, type TextGeneration, type TextGenerationRequest } from "./generateText.js";
 import { answerGrammars, type AnswerConstraint, type AnswerGrammars } from "../grammar/answerGrammar.js";
+import { lenientGrammarSchema } from "../grammar/clientSchema.js";
 import { closeThoughtGbnf } from "../grammar/thinkingBudget.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
 import { ChatChoice } from "./chatChoice.js";
@@ -76,7 +77,8 @@ export async function startChatGeneration(model: ServingModel, request: ChatGene
     checkLogitBias(engine, request.sampling);
     checkChoiceCount(request.n, scheduler.slots);
     const sampling = await withClientGrammar(engine, request);
-    const grammars = request.answer === undefined ? undefined : await buildAnswerGrammars(engine, request.answer, prompt);
+    const answer = request.answer ?? freeAnswer(request, prompt);
+    const grammars = answer === undefined ? undefined : await buildAnswerGrammars(engine, answer, prompt);
     const pieces = request.logprobs === undefined ? undefined : engine;
     // A client grammar decides the whole output, thought included: no budget on top of it.
     const closeReasoning = prompt.format.grammar.closeReasoning;
@@ -173,6 +175,17 @@ export function countChatPromptTokens(model: Pick<ServingModel, "engine" | "chat
 /** The request's sampling with its own `grammar` compiled in (an invalid one: InvalidGrammarError). */
 async function withClientGrammar(engine: Engine, request: GenerationSettings): Promise<SamplingOptions> {
     return request.grammar === undefined ? request.sampling : { ...request.sampling, grammar: await engine.createGrammar(request.grammar) };
+}
+
+/**
+ * What the model family itself enforces on an answer the request leaves free (see
+ * `ChatFormat.freeAnswer`): only with tools offered and the choice left to the model, and never
+ * under a client's `grammar`, which decides the whole output.
+ */
+function freeAnswer(request: ChatGenerationRequest, prompt: ChatPrompt): AnswerConstraint | undefined {
+    if (prompt.format.freeAnswer === undefined || request.grammar !== undefined || request.toolChoice.type !== "auto" || prompt.tools.length === 0) return undefined;
+    const tools = prompt.tools.map((tool) => ({ name: tool.name, parameters: lenientGrammarSchema(tool.parameters) }));
+    return prompt.format.freeAnswer({ tools, parallel: request.parallelToolCalls });
 }
 
 /** The grammars of a JSON answer or enforced tool calls; one that does not compile is Maple's fault (a server error). */

@@ -35,6 +35,11 @@ export interface ChatGenerationRequest extends GenerationSettings {
     /** The tools the template is shown, after the tool choice (none → [], a named one → that one). */
     tools: ToolDefinition[];
     toolChoice: ToolChoice;
+    /**
+     * The model may call several tools in one turn (OpenAI's `parallel_tool_calls`, Anthropic's
+     * `disable_parallel_tool_use` negated; true when the wire has no such field).
+     */
+    parallelToolCalls: boolean;
     /** Template variables (`enable_thinking`, …): OpenAI's `chat_template_kwargs`; they win over `reasoning`'s. */
     templateKwargs: Record<string, unknown>;
     /**

@@ -45,8 +45,11 @@ export interface FormatGrammar {
      * already ends with what it needs.
      */
     afterReasoning: string;
-    /** GBNF (an expression) for the answer as one JSON value, the value being rule `json`. */
-    jsonAnswer(json: string): string;
+    /**
+     * GBNF (an expression) for the answer as one JSON value, the value being rule `json`;
+     * `besideToolCalls`: the answer may be tool calls instead (the generic format then wraps it).
+     */
+    jsonAnswer(json: string, besideToolCalls: boolean): string;
     /** GBNF rules defining `maple-calls`: the tool calls the constraint asks for, in the family's syntax. */
     toolCalls(constraint: ToolCallsConstraint, rules: JsonRules): Promise<string[]>;
     /**
@@ -105,7 +108,7 @@ export async function answerRules(constraint: AnswerConstraint, format: FormatGr
     const answer: AnswerRules = { rules: [], bodies: [] };
     if (constraint.json !== undefined) {
         answer.rules.push(await rules(constraint.json.schema, ""));
-        answer.bodies.push(format.jsonAnswer(jsonValueRule));
+        answer.bodies.push(format.jsonAnswer(jsonValueRule, constraint.toolCalls !== undefined));
     }
     if (constraint.toolCalls !== undefined) {
         answer.rules.push(...await format.toolCalls(constraint.toolCalls, rules));

@@ -17,6 +17,22 @@ export function grammarSchema(schema: unknown, param: string): GrammarJsonSchema
     }
 }
 
+/**
+ * A client's schema that the grammar enforces only because the model family needs a grammar
+ * anyway (the generic format's free answer beside tools): never refused, an unsupported one (or
+ * one with NUL) loosened to any JSON object, since the client asked for no enforcement.
+ */
+export function lenientGrammarSchema(schema: unknown): GrammarJsonSchema {
+    if (!hasNul(schema)) {
+        try {
+            return toGrammarSchema(schema);
+        } catch (error) {
+            if (!(error instanceof UnsupportedSchemaError)) throw error;
+        }
+    }
+    return toGrammarSchema({ type: "object" });
+}
+
 /** Any string or key with U+0000; the body's depth is bounded (src/http/jsonBody.ts), so the recursion is too. */
 function hasNul(value: unknown): boolean {
     if (typeof value === "string") return value.includes("\u0000");

@@ -75,6 +75,8 @@ export function parseOllamaChatRequest(body: unknown, headers: RequestHeaders, d
         messages,
         tools,
         toolChoice,
+        // Ollama has no such field: the model may call several.
+        parallelToolCalls: true,
         answer,
         templateKwargs: {},
         reasoning: reasoningSwitch(wire.think),

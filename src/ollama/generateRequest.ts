@@ -69,6 +69,7 @@ export function parseOllamaGenerateRequest(body: unknown, headers: RequestHeader
         messages: [...(system === "" ? [] : [{ role: "system" as const, content: system }]), { role: "user", content: prompt }],
         tools: [],
         toolChoice: { type: "none" },
+        parallelToolCalls: true,
         answer,
         templateKwargs: {},
         reasoning: reasoningSwitch(wire.think),

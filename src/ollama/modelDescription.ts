@@ -83,7 +83,7 @@ export function runningModel(served: ServedModel): Record<string, unknown> {
 
 /**
  * What the model can do, as `/api/show` and `/api/tags` list it: `completion` always; `tools`
- * when its template renders tools; `thinking` when its template writes its chat format's
+ * when its template renders tools, or its format shows them itself (generic: Gemma's templates); `thinking` when its template writes its chat format's
  * reasoning opening (`<think>`, gpt-oss's analysis channel, Mistral's `[THINK]`). Clients
  * (Copilot, Open WebUI, Zed) offer tool calling and reasoning by these.
  */
@@ -91,7 +91,8 @@ export function capabilities(served: ServedModel): string[] {
     const template = served.chatTemplate.template;
     const reasoningOpen = served.chatTemplate.format.grammar.reasoningOpen;
     const thinks = reasoningOpen !== undefined && template.includes(reasoningOpen);
-    return ["completion", ...(/\btools\b/.test(template) ? ["tools"] : []), ...(thinks ? ["thinking"] : [])];
+    const tools = /\btools\b/.test(template) || served.chatTemplate.format.name === "generic";
+    return ["completion", ...(tools ? ["tools"] : []), ...(thinks ? ["thinking"] : [])];
 }
 
 /** `/api/show` (api.ShowResponse). `model_info` holds the architecture and the context length under GGUF's key names. */

@@ -94,6 +94,7 @@ export function parseChatRequest(body: unknown, headers: RequestHeaders, default
         messages: toChatMessages(wire.messages),
         tools,
         toolChoice,
+        parallelToolCalls: wire.parallel_tool_calls !== false,
         sampling: toSamplingOptions(wire, defaults),
         maxTokens: resolveMaxTokens(wire.max_completion_tokens ?? wire.max_tokens, defaults),
         stop: toStopList(wire.stop),

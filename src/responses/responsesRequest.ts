@@ -90,6 +90,7 @@ export function parseResponsesRequest(body: unknown, headers: RequestHeaders, de
         offered,
         tools,
         toolChoice,
+        parallelToolCalls: wire.parallel_tool_calls !== false,
         templateKwargs: wire.chat_template_kwargs ?? {},
         reasoning: reasoningSwitch(wire.reasoning?.effort),
         answer,

@@ -126,6 +126,21 @@ const families: readonly Family[] = [
         twoCalls: "\n<think>Two tools.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>",
         markers: ["<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "<arg_value>"],
         roundTrip: ["<think>Need the tool.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Lagos</arg_value>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"]
+    },
+    {
+        // Gemma 3: its template shows no tools, so the format does (in the system text, which the
+        // template folds into the first user turn), and the answer beside tools is one JSON object.
+        format: "generic",
+        reasons: false,
+        template: "google-gemma-3-4b-it.jinja",
+        answer: "4",
+        twoCalls: "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}, {\"name\": \"get_time\", \"arguments\": {}}]}",
+        markers: ["{\"tool_calls\"", "{\"response\""],
+        roundTrip: [
+            "You can call any of the following tools to satisfy the user's requests: [",
+            `<start_of_turn>model\n${JSON.stringify({ tool_calls: [{ name: "get_weather", arguments: { city: "Lagos" }, id: "call_1" }] }, null, 2)}<end_of_turn>`,
+            `<start_of_turn>user\n${JSON.stringify({ tool_response: { tool: "get_weather", content: "31C", tool_call_id: "call_1" } }, null, 2)}<end_of_turn>`
+        ]
     }
 ];
 
@@ -198,6 +213,25 @@ for (const family of families) {
                 }
             }
         });
+
+        if (family.format === "generic") {
+            it("streams a response out of its JSON, forced with grammar, and without grammar answers in the JSON shape the format enforces (a random model)", async () => {
+                const response = await ask(server, "chat", { user: "Hi", tools: [weather], grammar: exact("{\"response\": \"Hello \\\"you\\\"\"}") }, true);
+                assert.deepEqual([response.content, response.calls], ["Hello \"you\"", []]);
+                assert.ok(response.deltas.length > 1, JSON.stringify(response.deltas));
+                const validate = new Ajv().compile(weather.parameters);
+                for (const seed of [1, 2, 3]) {
+                    const answer = await ask(server, "chat", { user: "Weather in Lagos?", tools: [weather], maxTokens: 60, extra: { temperature: 1, seed } }, false);
+                    const context = `seed ${seed}: ${JSON.stringify(answer)}`;
+                    // Calls cut off by the token limit stay content, verbatim; else the envelope never shows.
+                    if (answer.finish !== "length") assert.ok(!answer.content.startsWith("{"), context);
+                    else assert.ok(!answer.content.startsWith("{\"response\""), context);
+                    for (const call of answer.calls) assert.ok(call.name === "get_weather" && validate(call.arguments), context);
+                }
+                const show = await (await server.post("/api/show", { model: "maple-preview" })).json() as { capabilities: string[] };
+                assert.ok(show.capabilities.includes("tools"), JSON.stringify(show.capabilities));
+            });
+        }
 
         it("renders a call and its result back in the family's own tokens on the next turn", async () => {
             const messages = [

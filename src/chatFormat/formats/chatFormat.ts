@@ -1,4 +1,4 @@
-import type { FormatGrammar } from "../../grammar/answerGrammar.js";
+import type { AnswerConstraint, FormatGrammar, ToolCallsConstraint } from "../../grammar/answerGrammar.js";
 import type { TemplateMessage, TemplateTool } from "../templateMessages.js";
 import type { ChatMessage, OutputPart, ReasoningSwitch, ToolDefinition } from "../types.js";
 
@@ -27,11 +27,19 @@ export interface ChatFormat {
     reasoningVariables(reasoning: ReasoningSwitch | undefined): Record<string, unknown>;
     /**
      * The conversation as this family's template reads it: history tool calls, tool results and
-     * reasoning in the shape its template renders back into the family's own tokens.
+     * reasoning in the shape its template renders back into the family's own tokens. `tools`: the
+     * tools offered (the generic format tells the model about them in a message).
      */
-    templateMessages(messages: readonly ChatMessage[], template: string): TemplateMessage[];
+    templateMessages(messages: readonly ChatMessage[], template: string, tools: readonly ToolDefinition[]): TemplateMessage[];
     /** The tools as this family's template reads them (`toTemplateTools`, the OpenAI shape, for most). */
     templateTools(tools: readonly ToolDefinition[]): TemplateTool[];
+    /**
+     * The constraint on an answer the request leaves free while tools are offered (tool choice
+     * auto, no JSON answer, no `grammar` of the client's): absent for the families that mark their
+     * calls inside free text; the generic format's answer is then its JSON envelope. `callable`:
+     * the offered tools, their schemas as far as the grammar can enforce them.
+     */
+    freeAnswer?(callable: ToolCallsConstraint): AnswerConstraint;
     /** How the model's output begins after this rendered prompt. */
     readPrompt(prompt: string): PromptStart;
     /** A parser for one generation's output. */

@@ -1,3 +1,4 @@
+import { templateCapabilities } from "../templateCapabilities.js";
 import type { ChatFormatName } from "./names.js";
 
 /**
@@ -50,7 +51,11 @@ const rules: readonly DetectionRule[] = [
     {
         format: "llama3", because: "has Llama 3's ipython role",
         matches: (template) => template.includes("<|start_header_id|>ipython<|end_header_id|>") && !template.includes("<function=")
-    }
+    },
+    // Gemma 2 / 3, Phi: a template that does not show the tools to the model at all (a probe
+    // tool's name never reaches the prompt): llama.cpp served these with its generic format. A
+    // template that shows them but matches no rule keeps the default.
+    { format: "generic", because: "does not show the tools to the model", matches: (template) => !templateCapabilities(template).rendersTools }
 ];
 
 /** The family a template is detected as, and why; undefined when no rule matches. */

@@ -1,6 +1,7 @@
 import type { ChatFormat } from "./chatFormat.js";
 import { detectChatFormat } from "./detect.js";
 import { deepSeekR1Format, deepSeekV31Format } from "./deepseek.js";
+import { genericFormat } from "./generic.js";
 import { glmFormat } from "./glm.js";
 import { harmonyFormat } from "./harmony.js";
 import { hermesFormat } from "./hermes.js";
@@ -22,7 +23,8 @@ export const chatFormats: Readonly<Record<ChatFormatName, ChatFormat>> = {
     "mistral-nemo": mistralNemoFormat,
     "deepseek-r1": deepSeekR1Format,
     "deepseek-v3.1": deepSeekV31Format,
-    "glm4.5": glmFormat
+    "glm4.5": glmFormat,
+    generic: genericFormat
 };
 
 /** The chat format a model is served with, and why (for the start-up log). */
@@ -33,12 +35,13 @@ export interface ChosenChatFormat {
 
 /**
  * The format of a model whose chat template is `template`: the one `--chat-format` names, else
- * the one detected from the template, else Hermes/Qwen3 (what Maple read for every model before
- * it knew other families: `<think>` and `<tool_call>` blocks, the ChatML fallback's own syntax).
+ * the one detected from the template (`generic` for one that does not show tools), else
+ * Hermes/Qwen3 (what Maple read for every model before it knew other families: `<think>` and
+ * `<tool_call>` blocks, the ChatML fallback's own syntax).
  */
 export function chooseChatFormat(setting: ChatFormatSetting, template: string): ChosenChatFormat {
     if (setting !== "auto") return { format: chatFormats[setting], reason: "--chat-format" };
     const detected = detectChatFormat(template);
     if (detected !== undefined) return { format: chatFormats[detected.format], reason: `detected: the chat template ${detected.because}` };
-    return { format: hermesFormat, reason: "not recognised from the chat template: Hermes/Qwen3, the default" };
+    return { format: hermesFormat, reason: "not recognised from the chat template (which shows the tools): Hermes/Qwen3, the default" };
 }

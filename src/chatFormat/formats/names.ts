@@ -2,7 +2,7 @@
  * The chat formats Maple knows, by the name `--chat-format` takes and `/health` reports (kept
  * apart from the formats themselves so the settings table can list them without loading them).
  */
-export const chatFormatNames = ["hermes", "harmony", "qwen3-coder", "llama3", "mistral", "mistral-nemo", "deepseek-r1", "deepseek-v3.1", "glm4.5"] as const;
+export const chatFormatNames = ["hermes", "harmony", "qwen3-coder", "llama3", "mistral", "mistral-nemo", "deepseek-r1", "deepseek-v3.1", "glm4.5", "generic"] as const;
 
 export type ChatFormatName = (typeof chatFormatNames)[number];
 

@@ -42,10 +42,15 @@ describe("chat format detection", () => {
         assert.equal(detectChatFormat(realTemplate("meetkai-functionary-medium-v3.1.jinja")), undefined);
     });
 
-    it("recognises nothing in a template without tool or reasoning markers (Gemma 2), which gets the default", () => {
-        const gemma = realTemplate("google-gemma-2-2b-it.jinja");
-        assert.equal(detectChatFormat(gemma), undefined);
-        const chosen = chooseChatFormat("auto", gemma);
+    it("gives Gemma 2 and 3, whose templates do not show the tools, the generic format", () => {
+        for (const file of ["google-gemma-2-2b-it.jinja", "google-gemma-3-4b-it.jinja"]) {
+            assert.deepEqual(detectChatFormat(realTemplate(file)), { format: "generic", because: "does not show the tools to the model" });
+            assert.equal(chooseChatFormat("auto", realTemplate(file)).format.name, "generic");
+        }
+    });
+
+    it("leaves a template that shows the tools but matches no rule to the default", () => {
+        const chosen = chooseChatFormat("auto", realTemplate("meetkai-functionary-medium-v3.1.jinja"));
         assert.equal(chosen.format.name, "hermes");
         assert.match(chosen.reason, /not recognised/);
     });
@@ -53,5 +58,6 @@ describe("chat format detection", () => {
     it("takes --chat-format over the template, and says why it chose", () => {
         assert.deepEqual(chooseChatFormat("hermes", "anything"), { format: chooseChatFormat("auto", qwen3ChatTemplate).format, reason: "--chat-format" });
         assert.match(chooseChatFormat("auto", qwen3ChatTemplate).reason, /^detected: the chat template writes <tool_call> blocks$/);
+        assert.equal(chooseChatFormat("generic", qwen3ChatTemplate).format.name, "generic");
     });
 });
