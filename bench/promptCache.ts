@@ -142,7 +142,9 @@ interface CacheFigures {
     rssMb: number;
     tmpfsMb: number;
     restores: number;
+    /** llama.cpp's own time; the waits for the context apart. */
     restoreSeconds: number;
+    restoreWaitSeconds: number;
     restoredTokens: number;
     saves: number;
     /** Of the saves and restores, shared preambles'. */
@@ -168,6 +170,7 @@ async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefin
         tmpfsMb: sample("maple:prompt_cache_bytes{tier=\"ram\"}") / (1 << 20),
         restores: sample("maple:prompt_cache_restores_total{tier=\"ram\"}") + sample("maple:prompt_cache_restores_total{tier=\"disk\"}"),
         restoreSeconds: sample("maple:prompt_cache_restore_seconds_sum"),
+        restoreWaitSeconds: sample("maple:prompt_cache_restore_wait_seconds_sum"),
         restoredTokens: sample("maple:prompt_cache_restored_tokens_total"),
         saves: sample("maple:prompt_cache_saves_total{tier=\"ram\"}"),
         preambleSaves: sample("maple:prompt_cache_preamble_saves_total{tier=\"ram\"}"),
@@ -181,9 +184,10 @@ async function mapleCacheFigures(server: Server): Promise<CacheFigures | undefin
 function describeCache(figures: CacheFigures | undefined): string {
     if (figures === undefined) return "";
     const perThousand = figures.restoredTokens > 0 ? (figures.restoreSeconds * 1000) / (figures.restoredTokens / 1000) : NaN;
+    const waitPerRestore = figures.restores > 0 ? (figures.restoreWaitSeconds * 1000) / figures.restores : NaN;
     return ` | RSS ${figures.rssMb.toFixed(0)} MB, tmpfs ${figures.tmpfsMb.toFixed(0)} MB, ${figures.saves} saves (${figures.preambleSaves} preambles), `
         + `${figures.restores} restores (${figures.preambleRestores} preambles), `
-        + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens, `
+        + `${figures.evictions} evictions, restore ${perThousand.toFixed(1)} ms per 1k tokens (waits ${waitPerRestore.toFixed(0)} ms a restore), `
         + `save-to-prefill ratio ${figures.saveToPrefillRatio.toFixed(4)}, return share ${figures.returnShare.toFixed(2)}`;
 }
 

@@ -52,9 +52,13 @@ export class LlamaSlotStore implements SlotStore {
         });
     }
 
-    load(slot: number, file: string): Promise<readonly number[]> {
+    load(slot: number, file: string): Promise<{ tokens: readonly number[]; milliseconds: number }> {
         const sequence = this.sequence(slot);
-        return this.barrier.exclusive(() => loadSequenceState(sequence, file));
+        return this.barrier.exclusive(async () => {
+            const startedAt = performance.now();
+            const { tokens, milliseconds } = await loadSequenceState(sequence, file);
+            return { tokens, milliseconds: milliseconds ?? performance.now() - startedAt };
+        });
     }
 
     /** In chunks, each queued only while no exclusive work waits (see StepBarrier.prefillGate). */

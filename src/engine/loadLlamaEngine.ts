@@ -8,7 +8,7 @@ import { fitContextSize } from "./contextFit.js";
 import { checkpointsPerSlot, kvCacheBytes, slotBytesAt, slotCacheBytes, type AttentionMetadata } from "./kvCacheBytes.js";
 import { LlamaEngine } from "./llamaEngine.js";
 import { samplesInsideDecode } from "./nativeBatches.js";
-import { timeNativeSaves } from "./sequenceStateFile.js";
+import { timeNativeStateWork } from "./sequenceStateFile.js";
 import { CacheReport } from "./promptCache/cacheReport.js";
 import { modelIdentity } from "./promptCache/modelIdentity.js";
 import { PromptCache } from "./promptCache/promptCache.js";
@@ -112,7 +112,7 @@ export async function loadLlamaEngine(options: LlamaEngineOptions): Promise<Engi
             flashAttention: model.flashAttentionSupported && !flashAttentionOff,
             createSignal: options.signal
         });
-        timeNativeSaves(context);
+        timeNativeStateWork(context);
         const kvBytes = kvCacheBytes(attention, requestedContextSize, context.batchSize);
         // A checkpoint holds the sliding layers' cells (window and a batch); a slot keeps a few (its preamble, its turn boundaries).
         const checkpointBytesPerSlot = slotCacheBytes(kvBytes, requestedContextSize, swaFullCache).checkpoints;

@@ -7,7 +7,7 @@
  * were never saved and each next turn evaluated two turns again.
  *
  * Both figures are medians of recent samples, each timed at llama.cpp's own call, so that neither
- * counts its wait for the context: a save from when it holds the lock (see timeNativeSaves), a
+ * counts its wait for the context: a save from when it holds the lock (see timeNativeStateWork), a
  * prompt's tokens by the batches that evaluated them (see timeNativeBatches). On an agents run
  * (qwen3-0.6b, 2 cores) saves took 40–430 ms, 281 ms on average, during which no slot decodes:
  * judged by the fastest sample, 20–24 turn states were saved, each costing more than it spared.

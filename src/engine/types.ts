@@ -200,8 +200,8 @@ export interface PromptCacheReport {
     ignored: Record<PromptCacheTier, number>;
     bytes: Record<PromptCacheTier, number>;
     limitBytes: Record<PromptCacheTier, number>;
-    /** Restore durations (seconds) since the last call: each is reported once. */
-    takeRestoreSeconds(): number[];
+    /** Restores since the last call, each reported once: its own seconds, and its wait for the context. */
+    takeRestoreSeconds(): { seconds: number; waitSeconds: number }[];
     /** What the save rule weighs now (docs/prompt-cache-design.md, "When a save pays"). */
     saveRule: {
         /** Saving a token costs this share of evaluating it again, as measured. */

@@ -210,12 +210,23 @@ export class MapleMetrics {
             (report) => report.saveRule.saveToPrefillRatio);
         modelGauge("maple:prompt_cache_return_share", "The share of slots' states wanted again after their slots were reused (what a save is weighed by), by model.",
             (report) => report.saveRule.returnShare);
+        // Registered before the wait's histogram, whose samples its scrape takes: a scrape collects in that order.
         const restoreSeconds = new ModelHistogram({
-            name: "maple:prompt_cache_restore_seconds", help: "Time to restore a saved state into a slot (checksum check included for disk entries), by model.",
+            name: "maple:prompt_cache_restore_seconds",
+            help: "Time llama.cpp took to restore a saved state into a slot (checksum check included for disk entries), without the wait for the context, by model.",
             buckets: restoreBuckets, registers
         }, readModels, (models) => {
-            for (const { model, promptCache } of models) for (const seconds of promptCache?.takeRestoreSeconds() ?? []) restoreSeconds.observe(model, seconds);
+            for (const { model, promptCache } of models) {
+                for (const { seconds, waitSeconds } of promptCache?.takeRestoreSeconds() ?? []) {
+                    restoreSeconds.observe(model, seconds);
+                    restoreWaitSeconds.observe(model, waitSeconds);
+                }
+            }
         });
+        const restoreWaitSeconds = new ModelHistogram({
+            name: "maple:prompt_cache_restore_wait_seconds", help: "Time a restore waited for the context (the other slots' decodes in flight) before it ran, by model.",
+            buckets: restoreBuckets, registers
+        }, readModels);
     }
 
     /** Counts a request routed to `model`. */

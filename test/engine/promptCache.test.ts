@@ -4,13 +4,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { PromptCache } from "../../src/engine/promptCache/promptCache.js";
+import { PromptCache, type PromptCacheEvent } from "../../src/engine/promptCache/promptCache.js";
 
 const root = await mkdtemp(join(tmpdir(), "maple-prompt-cache-test-"));
 after(() => rm(root, { recursive: true, force: true }));
 
-async function openCache(slidingWindow = 0): Promise<PromptCache> {
-    const cache = await PromptCache.open({ ramBytes: 1 << 20, diskBytes: 0, identity: "test", maxTokens: 4096, slidingWindow, ramRoot: root });
+async function openCache(slidingWindow = 0, onEvent?: (event: PromptCacheEvent) => void): Promise<PromptCache> {
+    const cache = await PromptCache.open({ ramBytes: 1 << 20, diskBytes: 0, identity: "test", maxTokens: 4096, slidingWindow, ramRoot: root, onEvent });
     assert.ok(cache !== undefined);
     return cache;
 }
@@ -23,12 +23,45 @@ const writeBytes = (bytes: number) => async (file: string): Promise<number> => {
 
 const turn = (length: number): number[] => Array.from({ length }, (_, index) => index);
 
+describe("the prompt cache's restores", () => {
+    it("reports a restore's own time apart from its wait for the context", async () => {
+        const events: PromptCacheEvent[] = [];
+        const cache = await openCache(0, (event) => events.push(event));
+        const entry = await cache.save(turn(100), undefined, writeBytes(1000));
+        assert.ok(entry !== undefined);
+        // As the slot store's load: 60 ms waiting for the context, then a load that took 5.
+        assert.ok(await cache.restore(entry, async () => {
+            await new Promise((resolve) => setTimeout(resolve, 60));
+            return { tokens: turn(100), milliseconds: 5 };
+        }));
+        const restore = events.find((event) => event.kind === "restore");
+        assert.ok(restore?.kind === "restore");
+        assert.ok(restore.seconds >= 0.005 && restore.seconds < 0.03, `own ${restore.seconds} s`);
+        assert.ok(restore.waitSeconds >= 0.03, `wait ${restore.waitSeconds} s`);
+        await cache.dispose();
+    });
+
+    it("times a load it is not told the time of whole", async () => {
+        const events: PromptCacheEvent[] = [];
+        const cache = await openCache(0, (event) => events.push(event));
+        const entry = await cache.save(turn(10), undefined, writeBytes(100));
+        assert.ok(entry !== undefined);
+        assert.ok(await cache.restore(entry, async () => {
+            await new Promise((resolve) => setTimeout(resolve, 40));
+            return { tokens: turn(10) };
+        }));
+        const restore = events.find((event) => event.kind === "restore");
+        assert.ok(restore?.kind === "restore" && restore.seconds >= 0.03 && restore.waitSeconds < 0.01);
+        await cache.dispose();
+    });
+});
+
 describe("the prompt cache's saves", () => {
     it("deletes the entries a save supersedes before it writes, and the new entry inherits their proof", async () => {
         const cache = await openCache();
         const first = await cache.save(turn(100), undefined, writeBytes(1000));
         assert.ok(first !== undefined);
-        assert.ok(await cache.restore(first, async () => turn(100)));
+        assert.ok(await cache.restore(first, async () => ({ tokens: turn(100) })));
         let supersededFileAtWrite: boolean | undefined;
         const second = await cache.save(turn(140), undefined, async (file) => {
             // The write reuses the memory the superseded state held: its file is gone already.
@@ -48,7 +81,7 @@ describe("the prompt cache's saves", () => {
         const restoring = await cache.save(turn(50), undefined, writeBytes(500));
         assert.ok(other !== undefined && restoring !== undefined);
         let release!: () => void;
-        const loading = cache.restore(restoring, () => new Promise((resolve) => (release = () => resolve(turn(50)))));
+        const loading = cache.restore(restoring, () => new Promise((resolve) => (release = () => resolve({ tokens: turn(50) }))));
         await cache.save(turn(80), undefined, writeBytes(800));
         assert.ok(existsSync(other.file) && cache.holds(other));
         assert.ok(existsSync(restoring.file) && cache.holds(restoring));

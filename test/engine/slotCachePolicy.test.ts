@@ -32,10 +32,10 @@ class FakeSlotStore implements SlotStore {
         return { bytes: this.held[slot]!.length * 10, milliseconds: 0 };
     }
 
-    async load(slot: number, file: string): Promise<readonly number[]> {
+    async load(slot: number, file: string): Promise<{ tokens: readonly number[]; milliseconds: number }> {
         this.loads += 1;
         this.held[slot] = JSON.parse(await readFile(file, "utf8")) as number[];
-        return this.tokens(slot);
+        return { tokens: this.tokens(slot), milliseconds: 0 };
     }
 
     reusable(_slot: number, shared: number): number {

@@ -156,7 +156,9 @@ describe("prompt cache bounds, keys, concurrency and metrics", () => {
         const restores = delta("maple:prompt_cache_restores_total", { tier: "ram" });
         assert.ok(restores >= 1);
         assert.ok(responses.slice(3).every((response) => cached(response) === turnLength), JSON.stringify(responses.map(cached)));
-        assert.equal(after.histogram("maple:prompt_cache_restore_seconds").count - before.histogram("maple:prompt_cache_restore_seconds").count, restores);
+        const observed = (name: string): number => after.histogram(name).count - before.histogram(name).count;
+        assert.equal(observed("maple:prompt_cache_restore_seconds"), restores);
+        assert.equal(observed("maple:prompt_cache_restore_wait_seconds"), restores);
     });
 
     it("a request cancelled while its state is restored leaves the slot usable and the state restorable", async () => {

@@ -8,7 +8,7 @@ export class CacheReport {
         preambleSaves: { ram: 0, disk: 0 }, preambleRestores: { ram: 0, disk: 0 }
     };
 
-    private restoreSeconds: number[] = [];
+    private restoreSeconds: { seconds: number; waitSeconds: number }[] = [];
 
     record(event: PromptCacheEvent): void {
         switch (event.kind) {
@@ -23,7 +23,7 @@ export class CacheReport {
                 if (event.preamble) this.counts.preambleRestores[event.tier] += 1;
                 this.counts.restoredTokens += event.tokens;
                 // Bounded: a server nobody scrapes keeps only the latest.
-                if (this.restoreSeconds.length < 10_000) this.restoreSeconds.push(event.seconds);
+                if (this.restoreSeconds.length < 10_000) this.restoreSeconds.push({ seconds: event.seconds, waitSeconds: event.waitSeconds });
                 break;
         }
     }

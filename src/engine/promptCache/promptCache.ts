@@ -11,7 +11,8 @@ export type { CacheEntry, PrefixMatch, TierName };
 
 export type PromptCacheEvent =
     | { kind: "save"; tier: TierName; bytes: number; tokens: number; preamble: boolean }
-    | { kind: "restore"; tier: TierName; tokens: number; seconds: number; preamble: boolean }
+    /** `seconds`: the restore's own time (the load, and a disk entry's checksum); `waitSeconds`: its wait for the context. */
+    | { kind: "restore"; tier: TierName; tokens: number; seconds: number; waitSeconds: number; preamble: boolean }
     | { kind: "evict"; tier: TierName; bytes: number }
     /** An entry found unusable (another model's, corrupted, or one llama.cpp refused) and left unloaded. */
     | { kind: "ignore"; tier: TierName };
@@ -159,10 +160,11 @@ export class PromptCache {
 
     /**
      * Restores an entry through `load` (run by the caller under its step barrier), which returns
-     * the tokens the sequence then holds. A disk entry from an earlier run is checked against its
+     * the tokens the sequence then holds and the load's own milliseconds, without its wait for the
+     * context (undefined: not timed apart). A disk entry from an earlier run is checked against its
      * manifest's checksum first. Returns false, and drops the entry, when it cannot be used.
      */
-    async restore(entry: CacheEntry, load: (file: string) => Promise<readonly number[]>): Promise<boolean> {
+    async restore(entry: CacheEntry, load: (file: string) => Promise<{ tokens: readonly number[]; milliseconds?: number }>): Promise<boolean> {
         const tier = entry.tier === "ram" ? this.ram : this.disk;
         if (tier === undefined || !tier.has(entry)) return false;
         entry.pins += 1;
@@ -172,13 +174,17 @@ export class PromptCache {
                 if (entry.checksum === undefined || await fileChecksum(entry.file).catch(() => undefined) !== entry.checksum) return this.reject(tier, entry);
                 entry.verified = true;
             }
-            const tokens = await load(entry.file).catch(() => undefined);
+            const checkedAt = performance.now();
+            const loaded = await load(entry.file).catch(() => undefined);
+            const tokens = loaded?.tokens;
             if (tokens === undefined || tokens.length !== entry.tokens.length || tokens.some((token, index) => token !== entry.tokens[index])) {
                 return this.reject(tier, entry);
             }
             entry.lastUsed = nextUse();
             entry.proven = true;
-            this.emit({ kind: "restore", tier: entry.tier, tokens: tokens.length, seconds: (performance.now() - startedAt) / 1000, preamble: entry.preamble === true });
+            const wholeMs = performance.now() - startedAt;
+            const ownMs = Math.min(wholeMs, (checkedAt - startedAt) + (loaded!.milliseconds ?? performance.now() - checkedAt));
+            this.emit({ kind: "restore", tier: entry.tier, tokens: tokens.length, seconds: ownMs / 1000, waitSeconds: (wholeMs - ownMs) / 1000, preamble: entry.preamble === true });
             return true;
         } finally {
             entry.pins -= 1;

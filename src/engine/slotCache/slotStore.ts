@@ -14,9 +14,10 @@ export interface SlotStore {
     save(slot: number, file: string): Promise<{ bytes: number; milliseconds: number }>;
     /**
      * Replaces the slot's state with the one `save` wrote to `file`, and returns the tokens the slot
-     * then holds. On a failure the slot is left empty and the error thrown.
+     * then holds and how long the load took (not the wait for the context). On a failure the slot
+     * is left empty and the error thrown.
      */
-    load(slot: number, file: string): Promise<readonly number[]>;
+    load(slot: number, file: string): Promise<{ tokens: readonly number[]; milliseconds: number }>;
     /** Evaluates `tokens` after what the slot holds, generating nothing (a prompt's preamble, before its state is saved). */
     evaluate(slot: number, tokens: readonly number[]): Promise<void>;
     /** Erases the slot's tokens from position `start` on (the slot then holds fewer when the cells could not be removed). */
