@@ -6,9 +6,8 @@
 //   of copied at every token (node-llama-cpp/contextHunks.js says why);
 // - its native addon, rebuilt from the source it ships with the native half of that change
 //   (node-llama-cpp/addonHunks.js, node-llama-cpp/buildAddon.js), samplers that reuse their
-//   vocabulary-sized buffers (node-llama-cpp/samplerHunks.js), one ggml threadpool kept per
-//   context (node-llama-cpp/threadpoolHunks.js) and a decode loop on a thread of the context's
-//   own (node-llama-cpp/decodeRunHunks.js). Where it cannot be rebuilt (no
+//   vocabulary-sized buffers (node-llama-cpp/samplerHunks.js) and one ggml threadpool kept per
+//   context (node-llama-cpp/threadpoolHunks.js). Where it cannot be rebuilt (no
 //   compiler, another platform, MAPLE_SKIP_ADDON_BUILD=1) the prebuilt addon stays and
 //   node-llama-cpp samples as it ships.
 import { readFileSync, writeFileSync } from "node:fs";

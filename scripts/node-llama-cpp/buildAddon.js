@@ -1,5 +1,5 @@
 // Rebuilds node-llama-cpp's native addon (llama-addon.node) from the source it ships, with
-// addonHunks.js, decodeRunHunks.js, samplerHunks.js and threadpoolHunks.js applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
+// addonHunks.js, samplerHunks.js and threadpoolHunks.js applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
 // libggml and CPU kernel files, only the addon's own code changes. Takes ~20 s of two cores; needs
 // a C++ compiler and git (the llama.cpp headers come from the package's git bundle). Without
 // them, or on a platform with no CPU prebuilt here, it says so and leaves the prebuilt addon,
@@ -12,7 +12,6 @@ import { availableParallelism, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { headerHunks, sourceHunks } from "./addonHunks.js";
-import { decodeRunHeaderHunks, decodeRunSourceHunks } from "./decodeRunHunks.js";
 import { applyHunks } from "./hunks.js";
 import { samplerHunks } from "./samplerHunks.js";
 import { threadpoolHeaderHunks, threadpoolSourceHunks } from "./threadpoolHunks.js";
@@ -54,7 +53,6 @@ export async function buildPatchedAddon({ nodeModules, log }) {
     // The patch's own text and the package's version name the build: a new patch rebuilds.
     const recipe = createHash("sha256")
         .update(await readFile(new URL("./addonHunks.js", import.meta.url)))
-        .update(await readFile(new URL("./decodeRunHunks.js", import.meta.url)))
         .update(await readFile(new URL("./samplerHunks.js", import.meta.url)))
         .update(await readFile(new URL("./threadpoolHunks.js", import.meta.url)))
         .update(await readFile(new URL(import.meta.url)))
@@ -76,8 +74,8 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         await run("git", ["clone", "-q", bundle, llamaCpp]);
         const sources = join(work, "addon");
         await copyTree(addonSource, sources);
-        await patchFile(join(sources, "AddonContext.h"), [...headerHunks, ...decodeRunHeaderHunks, ...threadpoolHeaderHunks]);
-        await patchFile(join(sources, "AddonContext.cpp"), [...sourceHunks, ...decodeRunSourceHunks, ...threadpoolSourceHunks]);
+        await patchFile(join(sources, "AddonContext.h"), [...headerHunks, ...threadpoolHeaderHunks]);
+        await patchFile(join(sources, "AddonContext.cpp"), [...sourceHunks, ...threadpoolSourceHunks]);
         await patchFile(join(sources, "AddonSampler.cpp"), samplerHunks);
 
         const files = (await listFiles(sources)).filter((file) => file.endsWith(".cpp"));
@@ -100,7 +98,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         // Loaded in a child process first: a broken build must not replace a working addon.
         await run(process.execPath, ["-e", `
             const addon = require(${JSON.stringify(built)});
-            for (const method of ["decodeBatchAndSample", "decodeStepsAndSample", "startDecodeRun"]) {
+            for (const method of ["decodeBatchAndSample", "decodeStepsAndSample"]) {
                 if (typeof addon.AddonContext?.prototype?.[method] !== "function") throw new Error(method + " is missing");
             }
         `]);
@@ -108,7 +106,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         if (!existsSync(stock)) await copyFile(addon, stock);
         await rename(built, addon);
         await writeFile(stampPath, `${JSON.stringify({ recipe, addon: await sha256(addon) }, null, 2)}\n`);
-        return "addon rebuilt: tokens are sampled inside the decode job, samplers reuse their buffers, contexts keep one threadpool and a decode thread";
+        return "addon rebuilt: tokens are sampled inside the decode job, samplers reuse their buffers and contexts keep one threadpool";
     } finally {
         await rm(work, { recursive: true, force: true });
         await rm(join(binaries, "llama-addon.maple.node"), { force: true });

@@ -48,10 +48,6 @@ export interface DecodeOptions {
  * before the evaluation is closed, and leaves the last yielded token evaluated in the slot. A
  * request whose sampling follows the consumer (a grammar chosen per token from what the parser
  * saw) steps only after the consumer has seen the token before.
- *
- * A direct generation tells its steps when the consumer is done with a token (`consumed`): a
- * native decode run (DecodeRun) decodes the next sampled token only then, so it too stays one
- * token ahead of the consumer at most.
  */
 export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<GeneratedToken, GenerationEnd, void> {
     const { slot, sequence, model, input, sampling, maxTokens, signal, barrier, afterPrompt } = options;
@@ -62,11 +58,7 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
     // Set once the prompt is evaluated, for a plain generation: its later steps go to the addon directly.
     let direct: { steps: DirectSteps; sampler: NativeSampler; config: () => Record<string, unknown>; token: Token } | undefined;
     const directStep = async (): Promise<Step> => {
-        // After the first token (its checkpoint is taken before it is decoded), a fixed sampler may
-        // go on as a native decode run, as far as the request's max tokens and the context allow.
-        const selfDecodes = generated >= 1 && sampling.directConfigFixed === true
-            ? Math.min(maxTokens - generated - 1, sequence.contextSize - sequence.nextTokenIndex - 2) : undefined;
-        const sampled = await direct!.steps.step(sequence, direct!.token, direct!.sampler, direct!.config(), selfDecodes);
+        const sampled = await direct!.steps.step(sequence, direct!.token, direct!.sampler, direct!.config());
         if (sampled instanceof Error) throw sampled;
         if (sampled < 0) return { done: true, value: undefined };
         return { done: false, value: { token: sampled as Token } };
@@ -112,7 +104,6 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
                 await (direct !== undefined ? direct.steps.afterDispatch() : nextDispatched());
             }
             yield token;
-            direct?.steps.consumed(sequence);
             if (last) return { reason: generated >= maxTokens ? "length" : "context" };
             step = await (inFlight ?? nextStep());
             inFlight = undefined;
@@ -123,11 +114,8 @@ export async function* decodeLoop(options: DecodeOptions): AsyncGenerator<Genera
         faulted = true;
         throw error;
     } finally {
-        // A step still in flight (the consumer stopped) must end before the evaluation closes,
-        // and a decode run must be done with the sequence before its sampler goes.
-        const released = direct?.steps.release(sequence);
+        // A step still in flight (the consumer stopped) must end before the evaluation closes.
         if (inFlight !== undefined) await inFlight.catch(() => { faulted = true; });
-        await released;
         barrier.leave();
         await started?.return();
         direct?.sampler.dispose();

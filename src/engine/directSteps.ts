@@ -1,8 +1,7 @@
 import { createRequire } from "node:module";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { withLock } from "lifecycle-utils";
-import { countDecoded, DecodeRun, sequenceId, type DecodedAhead, type NativeDecodeRuns, type RunStart } from "./decodeRun.js";
-import { slowConsumerWaitMs, type StepBarrier } from "./stepBarrier.js";
+import type { StepBarrier } from "./stepBarrier.js";
 
 /**
  * Whether node-llama-cpp's `withLock` is the one imported here: its locks live in the module, so a
@@ -27,7 +26,9 @@ interface NativeContext {
     decodeStepsAndSample(steps: Int32Array, samplers: NativeSampler[]): Promise<(number | Error)[]>;
 }
 interface SequenceInternals {
+    _sequenceId: number;
     _nextTokenIndex: number;
+    _contextTokens: number[];
 }
 export interface NativeSampler {
     applyConfig(config: Record<string, unknown>): void;
@@ -39,8 +40,6 @@ interface QueuedStep {
     token: Token;
     sampler: NativeSampler;
     config: Record<string, unknown>;
-    /** Set when the step may start a native decode run (see DecodeRun): the sampled tokens it may decode alone. */
-    selfDecodes: number | undefined;
     resolve(token: number | Error): void;
     reject(error: unknown): void;
 }
@@ -56,27 +55,12 @@ interface QueuedStep {
  * steps have drained (the generations a step barrier releases together reach `step` in those
  * microtasks), and before the loop turns: a setImmediate, as node-llama-cpp dispatches, cost one
  * more turn of the event loop a step, and the decode loop a second one to wait for it.
- *
- * With `runWith(barrier)`, a batch whose generations are all the context has, past their first
- * token and with fixed samplers, goes on as a native decode run (DecodeRun): the addon's own
- * thread decodes each sampled token at once, with no hop through the main thread between steps.
  */
 export class DirectSteps {
     private queued: QueuedStep[] = [];
-    private readonly native: NativeContext & Partial<NativeDecodeRuns>;
-    /** The native decode run in progress, if any: it holds the context lock until it ends. */
-    private run: DecodeRun | undefined;
-    /**
-     * Steps an ended run took before their generations asked for them (a stop came between a
-     * generation's token and its next step): the next step of such a generation is this one.
-     */
-    private readonly decodedAhead = new Map<LlamaContextSequence, DecodedAhead>();
+    private readonly native: NativeContext;
     /** Batches handed out or waiting for the context lock. */
     private readonly dispatches = new Set<Promise<void>>();
-    /** Tokens each sequence's consumer finished since its last step was asked for: a run's first credits. */
-    private readonly consumedSinceStep = new Map<LlamaContextSequence, number>();
-    /** Whether every generation of the context steps in a batch (none prefilling, none held out, no exclusive work). */
-    private allStepping: ((count: number) => boolean) | undefined;
     /** A batch's steps as the addon reads them, reused: the addon copies them out before it returns. */
     private stepNumbers = new Int32Array(3 * 4);
     /** The config each sampler was last given: re-applying an unchanged one reads all its fields through N-API for nothing. */
@@ -92,20 +76,13 @@ export class DirectSteps {
         return stepsJob && sharesNodeLlamaCppLocks() ? new DirectSteps(context, model) : undefined;
     }
 
-    /**
-     * Lets steps continue as a native decode run (DecodeRun) while every generation of the
-     * context steps with them; the barrier stops the run when one joins, a prompt is evaluated or
-     * exclusive work waits. Without it (or without the addon's run), every step is dispatched from JS.
-     */
-    runWith(barrier: StepBarrier): void {
-        if (typeof this.native.startDecodeRun !== "function") return;
-        this.allStepping = (count) => barrier.allStepping(count);
-        barrier.onInterrupt(() => this.settled());
+    /** Makes the barrier's exclusive work wait until no step of this context is in flight (see StepBarrier.onExclusive). */
+    settleFor(barrier: StepBarrier): void {
+        barrier.onExclusive(() => this.settled());
     }
 
-    /** Stops a decode run, and resolves once no step of this context is in flight. */
+    /** Resolves once no step of this context is queued or in flight. */
     private async settled(): Promise<void> {
-        this.run?.stop();
         // Steps queued in these microtasks are dispatched from a tick queued before this one.
         if (this.queued.length > 0) await new Promise((resolve) => process.nextTick(resolve));
         await Promise.all(this.dispatches);
@@ -122,39 +99,15 @@ export class DirectSteps {
      * sequence alone). The batch is handed to llama.cpp (or waits for the context lock) before
      * `afterDispatch()` resolves, when both are asked for in the same microtasks.
      */
-    step(sequence: LlamaContextSequence, token: Token, sampler: NativeSampler, config: Record<string, unknown>, selfDecodes?: number): Promise<number | Error> {
-        if (this.run?.decodes(sequence, token) === true) return this.run.next(sequence);
-        const ahead = this.decodedAhead.get(sequence);
-        if (ahead !== undefined) {
-            this.decodedAhead.delete(sequence);
-            if (ahead.token !== token) throw new Error(`the decode run decoded token ${ahead.token}, not ${token}`);
-            return Promise.resolve(ahead.outcome);
-        }
-        // A generation out of the run steps from JS: the run stops, and all step together again.
-        this.run?.stop();
-        this.consumedSinceStep.set(sequence, 0);
+    step(sequence: LlamaContextSequence, token: Token, sampler: NativeSampler, config: Record<string, unknown>): Promise<number | Error> {
         return new Promise((resolve, reject) => {
             if (this.queued.length === 0) process.nextTick(() => {
                 const dispatched = this.dispatch();
                 this.dispatches.add(dispatched);
                 void dispatched.finally(() => this.dispatches.delete(dispatched));
             });
-            this.queued.push({ sequence, token, sampler, config, selfDecodes, resolve, reject });
+            this.queued.push({ sequence, token, sampler, config, resolve, reject });
         });
-    }
-
-    /** The consumer is done with the sequence's last token: a decode run may decode the one after it. */
-    consumed(sequence: LlamaContextSequence): void {
-        if (this.run?.grant(sequence) === true) return;
-        const count = this.consumedSinceStep.get(sequence);
-        if (count !== undefined) this.consumedSinceStep.set(sequence, count + 1);
-    }
-
-    /** The generation ends: resolves once no decode run uses its sequence or sampler. */
-    release(sequence: LlamaContextSequence): Promise<void> {
-        this.consumedSinceStep.delete(sequence);
-        this.decodedAhead.delete(sequence);
-        return this.run?.release(sequence) ?? Promise.resolve();
     }
 
     /**
@@ -174,13 +127,12 @@ export class DirectSteps {
         this.queued = [];
         try {
             await withLock([this.context, "context"], async () => {
-                if (this.runnable(steps)) return await this.runNatively(steps);
                 if (this.stepNumbers.length < 3 * steps.length) this.stepNumbers = new Int32Array(3 * steps.length);
                 const numbers = this.stepNumbers.subarray(0, 3 * steps.length);
                 const samplers: NativeSampler[] = [];
                 steps.forEach((step, index) => {
                     const internals = step.sequence as unknown as SequenceInternals;
-                    numbers[3 * index] = sequenceId(step.sequence);
+                    numbers[3 * index] = internals._sequenceId;
                     numbers[3 * index + 1] = internals._nextTokenIndex;
                     numbers[3 * index + 2] = step.token;
                     this.configure(step);
@@ -188,7 +140,10 @@ export class DirectSteps {
                 });
                 const sampled = await this.native.decodeStepsAndSample(numbers, samplers);
                 steps.forEach((step, index) => {
-                    countDecoded(step.sequence, step.token);
+                    // Counted as node-llama-cpp counts the tokens it decodes.
+                    const internals = step.sequence as unknown as SequenceInternals;
+                    internals._nextTokenIndex += 1;
+                    internals._contextTokens.push(step.token);
                     step.resolve(sampled[index] ?? new Error("no token sampled"));
                 });
             });
@@ -202,29 +157,5 @@ export class DirectSteps {
         if (this.appliedConfigs.get(step.sampler) === step.config) return;
         step.sampler.applyConfig(step.config);
         this.appliedConfigs.set(step.sampler, step.config);
-    }
-
-    /** A batch may go on as a native run when every generation of the context is in it and each may decode past this step. */
-    private runnable(steps: readonly QueuedStep[]): boolean {
-        return this.run === undefined && this.allStepping?.(steps.length) === true
-            && steps.every((step) => step.selfDecodes !== undefined && step.selfDecodes > 0);
-    }
-
-    /** Runs the steps as a native decode run, holding the context lock (the caller's) until it ends. */
-    private async runNatively(steps: readonly QueuedStep[]): Promise<void> {
-        for (const step of steps) this.configure(step);
-        const starts: RunStart[] = steps.map((step) => ({
-            sequence: step.sequence, token: step.token, sampler: step.sampler, selfDecodes: step.selfDecodes!,
-            credits: this.consumedSinceStep.get(step.sequence) ?? 0, resolve: step.resolve, reject: step.reject
-        }));
-        for (const step of steps) this.consumedSinceStep.delete(step.sequence);
-        const run = new DecodeRun(this.native as NativeDecodeRuns, starts, slowConsumerWaitMs);
-        this.run = run;
-        try {
-            await run.ended;
-        } finally {
-            this.run = undefined;
-            for (const [sequence, ahead] of run.decodedAhead()) this.decodedAhead.set(sequence, ahead);
-        }
     }
 }

@@ -48,7 +48,7 @@ export class LlamaEngine implements Engine {
         this.grammars = new GrammarCache(llama);
         this.sampling = new SamplingAdapters(llamaModel, model.vocabularySize);
         this.direct = DirectSteps.for(context, llamaModel);
-        this.direct?.runWith(this.barrier);
+        this.direct?.settleFor(this.barrier);
     }
 
     tokenize(text: string, options: { specialTokens?: boolean; addBos?: boolean } = {}): number[] {
@@ -93,7 +93,7 @@ export class LlamaEngine implements Engine {
         const { cached, held } = await this.policy.prepare(source, prompt, cacheKey, nextTurnPrefix, preambleTokens, loopStartPrefix);
         // The last prompt token is each generation's own first step: its logits are sampled.
         const shared = prompt.length - 1;
-        if (shared > held) await this.barrier.contextWork(() => sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(held, shared)));
+        if (shared > held) await sequence.evaluateWithoutGeneratingNewTokens(prompt.slice(held, shared));
         for (const target of targets) {
             const targetSequence = this.store.sequence(target);
             // Already holds it (the same prompt again): its generation erases whatever follows.

@@ -66,7 +66,7 @@ export class LlamaSlotStore implements SlotStore {
         const sequence = this.sequence(slot);
         for (let start = 0; start < tokens.length; start += promptChunkTokens) {
             await this.barrier.prefillGate();
-            await this.barrier.contextWork(() => sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(start, start + promptChunkTokens) as Token[]));
+            await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(start, start + promptChunkTokens) as Token[]);
         }
     }
 

@@ -33,8 +33,6 @@ export interface RequestSampling {
      * skip node-llama-cpp's evaluation (DirectSteps).
      */
     readonly directConfig?: () => Record<string, unknown>;
-    /** directConfig gives the same config every step (no penalties, whose window moves): a native decode run may sample on alone. */
-    readonly directConfigFixed?: boolean;
 }
 
 /** vLLM's stand-in for the log of a zero probability, which JSON cannot carry as -Infinity. */
@@ -63,7 +61,6 @@ export class SamplingAdapters {
         const plain = top === undefined && request.grammar === undefined && !(sampling.grammar instanceof CompiledGrammar);
         return {
             directConfig: plain ? directConfig(sampling, seed, tokenBias, penaltyWindow) : undefined,
-            directConfigFixed: plain && penaltyWindow === undefined,
             // Probabilities only when asked for: at temperature 0 they are a full-vocabulary sort and copy per token.
             metadata: top === undefined ? {} : { confidence: true, probabilities: top > 0 },
             followsConsumer: request.grammar !== undefined,

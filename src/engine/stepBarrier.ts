@@ -39,42 +39,18 @@ export class StepBarrier {
     private timer: NodeJS.Timeout | undefined;
     /** Prompt chunks waiting for exclusive work to end (see prefillGate). */
     private gated: (() => void)[] = [];
-    /** Prompts evaluated by requests that have not joined yet (see contextWork). */
-    private outsideWork = 0;
-    private readonly interruptListeners: (() => Promise<void>)[] = [];
+    private readonly exclusiveListeners: (() => Promise<void>)[] = [];
 
     /**
-     * `listener` runs whenever the running generations must let go of the context soon: one
-     * joins, a prompt is evaluated, or exclusive work waits (a native decode run then stops). It
-     * resolves once no step is in flight; exclusive work waits for that.
+     * `listener` runs when exclusive work waits, and resolves once no generation step is in flight
+     * (DirectSteps.settleFor): the work then starts.
      */
-    onInterrupt(listener: () => Promise<void>): void {
-        this.interruptListeners.push(listener);
-    }
-
-    /** Whether `count` generations stepping together are all there are: none prefilling, none held out, no other work for the context. */
-    allStepping(count: number): boolean {
-        return this.closedBy === 0 && this.prefilling === 0 && this.outsideWork === 0 && this.members === count;
-    }
-
-    /**
-     * Runs work that queues batches on the context beside the generations' steps (a prompt
-     * evaluated before its generation joins): the steps go on one at a time meanwhile, so the
-     * work's batches get the context between them.
-     */
-    async contextWork<T>(work: () => Promise<T>): Promise<T> {
-        this.outsideWork += 1;
-        void this.interrupt();
-        try {
-            return await work();
-        } finally {
-            this.outsideWork -= 1;
-        }
+    onExclusive(listener: () => Promise<void>): void {
+        this.exclusiveListeners.push(listener);
     }
 
     join(): void {
         this.members += 1;
-        void this.interrupt();
     }
 
     leave(): void {
@@ -108,7 +84,6 @@ export class StepBarrier {
     /** Runs a generation's prompt evaluation, during which the others do not wait for it. */
     async prefill<T>(work: () => Promise<T>): Promise<T> {
         this.prefilling += 1;
-        void this.interrupt();
         this.releaseIfComplete();
         try {
             return await work();
@@ -125,7 +100,7 @@ export class StepBarrier {
         this.closedBy += 1;
         try {
             // Its work may call llama.cpp on the context without node-llama-cpp's lock: no step may be in flight.
-            await this.interrupt();
+            await Promise.all(this.exclusiveListeners.map((listener) => listener()));
             return await work();
         } finally {
             this.closedBy -= 1;
@@ -148,10 +123,6 @@ export class StepBarrier {
     prefillGate(): Promise<void> | undefined {
         if (this.closedBy === 0) return undefined;
         return new Promise<void>((resolve) => this.gated.push(resolve));
-    }
-
-    private async interrupt(): Promise<void> {
-        await Promise.all(this.interruptListeners.map((listener) => listener()));
     }
 
     /**

@@ -88,41 +88,11 @@ describe("StepBarrier", () => {
         assert.equal(barrier.prefillGate(), undefined);
     });
 
-    it("tells its listener when the context is wanted, and says whether all generations step together", async () => {
-        const barrier = new StepBarrier();
-        const calls: string[] = [];
-        let label = "";
-        barrier.onInterrupt(async () => { calls.push(label); });
-        label = "join";
-        barrier.join();
-        barrier.join();
-        assert.equal(barrier.allStepping(2), true);
-        assert.equal(barrier.allStepping(1), false, "one of two members is out of the batch");
-        label = "prefill";
-        let prefilling!: () => void;
-        const prefill = barrier.prefill(() => new Promise<void>((resolve) => { prefilling = resolve; }));
-        assert.equal(barrier.allStepping(1), false, "a prompt is being evaluated");
-        prefilling();
-        await prefill;
-        label = "context work";
-        let working!: () => void;
-        const work = barrier.contextWork(() => new Promise<void>((resolve) => { working = resolve; }));
-        assert.equal(barrier.allStepping(2), false, "a prompt outside the members is being evaluated");
-        working();
-        await work;
-        assert.equal(barrier.allStepping(2), true);
-        label = "exclusive";
-        await barrier.exclusive(async () => {
-            assert.equal(barrier.allStepping(2), false, "exclusive work is running");
-        });
-        assert.deepEqual(calls, ["join", "join", "prefill", "context work", "exclusive"]);
-    });
-
     it("starts exclusive work only once its listener says no step is in flight", async () => {
         const barrier = new StepBarrier();
         let settle!: () => void;
         let settled = false;
-        barrier.onInterrupt(() => new Promise<void>((resolve) => {
+        barrier.onExclusive(() => new Promise<void>((resolve) => {
             settle = () => {
                 settled = true;
                 resolve();
