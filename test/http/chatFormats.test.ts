@@ -21,7 +21,7 @@ const time = { name: "get_time", description: "The time now", parameters: { type
 
 interface Family {
     format: string;
-    /** The family's real template (test/fixtures/chatTemplates/). */
+    /** The family's real template (templates/). */
     template: string;
     /** The family reasons (in its outputs below: "Adding.", "Two tools."); Llama 3 does not. */
     reasons: boolean;
@@ -152,7 +152,7 @@ const reasoningOn: Record<ChatApi, Record<string, unknown>> = {
     ollama: { think: true }
 };
 
-const templatePath = (file: string): string => fileURLToPath(new URL(`../../../test/fixtures/chatTemplates/${file}`, import.meta.url));
+const templatePath = (file: string): string => fileURLToPath(new URL(`../../../templates/${file}`, import.meta.url));
 
 function assertNoMarkers(answer: Answer, markers: readonly string[], context: string): void {
     for (const text of [...answer.deltas, answer.content, answer.reasoning]) {
