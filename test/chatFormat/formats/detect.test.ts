@@ -47,8 +47,8 @@ describe("chat format detection", () => {
         assert.equal(detectChatFormat(realTemplate("meetkai-functionary-medium-v3.1.jinja")), undefined);
     });
 
-    it("gives Gemma 2 and 3, whose templates do not show the tools, the generic format", () => {
-        for (const file of ["google-gemma-2-2b-it.jinja", "google-gemma-3-4b-it.jinja"]) {
+    it("gives Gemma 2 and 3 and Phi-3.5, whose templates do not show the tools, the generic format", () => {
+        for (const file of ["google-gemma-2-2b-it.jinja", "google-gemma-3-4b-it.jinja", "microsoft-Phi-3.5-mini-instruct.jinja"]) {
             assert.deepEqual(detectChatFormat(realTemplate(file)), { format: "generic", because: "does not show the tools to the model" });
             assert.equal(chooseChatFormat("auto", realTemplate(file)).format.name, "generic");
         }
