@@ -21,7 +21,7 @@ const time = { name: "get_time", description: "The time now", parameters: { type
 
 interface Family {
     format: string;
-    /** The family's real template (test/fixtures/chatTemplates/). */
+    /** The family's real template (templates/). */
     template: string;
     /** The family reasons (in its outputs below: "Adding.", "Two tools."); Llama 3 does not. */
     reasons: boolean;
@@ -33,6 +33,23 @@ interface Family {
     markers: readonly string[];
     /** What the prompt of the turn after a call holds: the family's own rendering of the call and of its result. */
     roundTrip: readonly string[];
+    /** The family's format twin, served with the template it carries (below). */
+    twin?: Twin;
+}
+
+/** A format twin: `synthetic:NAME`, random weights with the family's own tokenizer and template. */
+interface Twin {
+    name: string;
+    /** Markers its vocabulary holds as one token each: written by the model as those tokens. */
+    tokens: readonly string[];
+    /** Outputs of the twin's own template where it differs from the one above (Qwen3-Coder does not reason). */
+    outputs?: Pick<Family, "reasons" | "answer" | "twoCalls">;
+    /**
+     * The calls its `twoCalls` holds, where not the two above: gpt-oss's <|call|> is an end-of-generation
+     * token, so a turn holds one call, ended by the model (a grammar cannot force an end-of-generation
+     * token: llama.cpp accepts one only where the grammar is complete).
+     */
+    calls?: readonly { name: string; arguments: unknown }[];
 }
 
 const families: readonly Family[] = [
@@ -44,6 +61,14 @@ const families: readonly Family[] = [
         twoCalls: "<|channel|>analysis<|message|>Two tools.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Lagos\"}<|call|>"
             + "<|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}",
         markers: ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|constrain|>"],
+        twin: {
+            name: "gpt-oss-tiny", tokens: ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|constrain|>"],
+            outputs: {
+                reasons: true, answer: "<|channel|>analysis<|message|>Adding.<|end|><|start|>assistant<|channel|>final<|message|>4",
+                twoCalls: "<|channel|>analysis<|message|>Two tools.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Lagos\"}"
+            },
+            calls: [{ name: "get_weather", arguments: { city: "Lagos" } }]
+        },
         roundTrip: [
             "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Lagos\"}<|call|>",
             "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"31C\"<|end|>"
@@ -58,7 +83,14 @@ const families: readonly Family[] = [
         twoCalls: "Two tools.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>\n"
             + "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
         markers: ["<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "<parameter="],
-        roundTrip: ["<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"]
+        roundTrip: ["<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>", "<tool_response>\n31C\n</tool_response>"],
+        twin: {
+            name: "qwen3-coder-tiny", tokens: ["<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>"],
+            outputs: {
+                reasons: false, answer: "4",
+                twoCalls: "<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n</function>\n</tool_call>"
+            }
+        }
     },
     {
         format: "llama3",
@@ -67,6 +99,7 @@ const families: readonly Family[] = [
         answer: "4",
         twoCalls: "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lagos\"}}\n{\"name\": \"get_time\", \"parameters\": {}}",
         markers: ["<|python_tag|>"],
+        twin: { name: "llama3.1-tiny", tokens: ["<|python_tag|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"] },
         roundTrip: [
             "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lagos\"}}<|eot_id|>",
             "<|start_header_id|>ipython<|end_header_id|>\n\n\"31C\"<|eot_id|>"
@@ -98,6 +131,7 @@ const families: readonly Family[] = [
         format: "deepseek-r1",
         reasons: true,
         template: "llama-cpp-deepseek-r1.jinja",
+        twin: { name: "deepseek-r1-tiny", tokens: ["</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "<｜Assistant｜>"] },
         answer: "Adding.\n</think>\n\n4",
         twoCalls: "Two tools.\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Lagos\"}\n```<｜tool▁call▁end｜>\n"
             + "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
@@ -133,6 +167,7 @@ const families: readonly Family[] = [
         format: "generic",
         reasons: false,
         template: "google-gemma-3-4b-it.jinja",
+        twin: { name: "gemma3-tiny", tokens: ["<start_of_turn>", "<end_of_turn>"] },
         answer: "4",
         twoCalls: "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lagos\"}}, {\"name\": \"get_time\", \"arguments\": {}}]}",
         markers: ["{\"tool_calls\"", "{\"response\""],
@@ -152,7 +187,7 @@ const reasoningOn: Record<ChatApi, Record<string, unknown>> = {
     ollama: { think: true }
 };
 
-const templatePath = (file: string): string => fileURLToPath(new URL(`../../../test/fixtures/chatTemplates/${file}`, import.meta.url));
+const templatePath = (file: string): string => fileURLToPath(new URL(`../../../templates/${file}`, import.meta.url));
 
 function assertNoMarkers(answer: Answer, markers: readonly string[], context: string): void {
     for (const text of [...answer.deltas, answer.content, answer.reasoning]) {
@@ -244,5 +279,70 @@ for (const family of families) {
             const { content: prompt } = await (await server.post("/detokenize", { tokens: tokenized.tokens })).json() as { content: string };
             for (const piece of family.roundTrip) assert.ok(prompt.includes(piece), `${JSON.stringify(piece)} not in ${JSON.stringify(prompt)}`);
         });
+    });
+}
+
+/** `exact(text)`, but each of the markers (text → token id) as that one token (GBNF `<[id]>`), never spelt out. */
+function exactWithTokens(text: string, ids: ReadonlyMap<string, number>): string {
+    const markers = [...ids.keys()].sort((a, b) => b.length - a.length).map((marker) => marker.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const parts = text.split(new RegExp(`(${markers.join("|")})`)).filter((part) => part !== "");
+    return `root ::= ${parts.map((part) => ids.has(part) ? `<[${ids.get(part)}]>` : JSON.stringify(part)).join(" ")}`;
+}
+
+/**
+ * Each family that has a format twin, once more on the twin itself: its own template (no
+ * --chat-template) and its own vocabulary, whose special markers are one token each. In the prompt
+ * the template's markers become those tokens (and the usage counts them so); in the output the
+ * model writes them as those tokens (forced with grammar), which reach the parser as text and
+ * never reach `content`.
+ */
+for (const family of families) {
+    const twin = family.twin;
+    if (twin === undefined) continue;
+    const outputs = { reasons: family.reasons, answer: family.answer, twoCalls: family.twoCalls, ...twin.outputs };
+    describe(`the ${family.format} chat format on synthetic:${twin.name} (the family's tokenizer and template), end to end`, () => {
+        let server: TestServer;
+        const ids = new Map<string, number>();
+        before(async () => {
+            server = await startTestServer({ model: `synthetic:${twin.name}`, parallel: 1 });
+        });
+        after(async () => server.close());
+
+        it("recognises the template it carries; its markers are one token each in the prompt, and the usage counts them so", async () => {
+            const health = await (await server.request("/health")).json() as { chat_format: string; synthetic: boolean };
+            assert.deepEqual([health.chat_format, health.synthetic], [family.format, true]);
+            const tokenize = async (body: Record<string, unknown>): Promise<number[]> => (await (await server.post("/tokenize", body)).json() as { tokens: number[] }).tokens;
+            const bos = await tokenize({ content: "" });
+            for (const marker of twin.tokens) {
+                const tokens = (await tokenize({ content: marker })).slice(bos.length);
+                assert.equal(tokens.length, 1, `${marker}: ${JSON.stringify(tokens)}`);
+                ids.set(marker, tokens[0]!);
+            }
+            const messages = [
+                { role: "user", content: "Weather in Lagos?" },
+                { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\": \"Lagos\"}" } }] },
+                { role: "tool", tool_call_id: "call_1", content: "31C" }
+            ];
+            const tools = [{ type: "function", function: weather }];
+            const prompt = await tokenize({ messages, tools });
+            for (const marker of twin.tokens.filter((candidate) => family.roundTrip.some((piece) => piece.includes(candidate)))) {
+                assert.ok(prompt.includes(ids.get(marker)!), `${marker} (${ids.get(marker)}) not in the prompt's tokens`);
+            }
+            const response = await (await server.post("/v1/chat/completions", { messages, tools, max_tokens: 1 })).json() as { usage: { prompt_tokens: number } };
+            assert.equal(response.usage.prompt_tokens, prompt.length);
+        });
+
+        for (const stream of [false, true]) {
+            it(`chat${stream ? ", streamed" : ""}: the model writes the markers as its special tokens; reasoning, answer and calls parsed, no marker in any content`, async () => {
+                const extra = outputs.reasons ? reasoningOn.chat : {};
+                const answer = await ask(server, "chat", { user: "What is 2+2?", grammar: exactWithTokens(outputs.answer, ids), extra }, stream);
+                assert.deepEqual([answer.reasoning, answer.content, answer.calls], [outputs.reasons ? "Adding." : "", "4", []]);
+                assertNoMarkers(answer, [...family.markers, ...twin.tokens], "answer");
+                const calls = await ask(server, "chat", { user: "Weather and time?", tools: [weather, time], grammar: exactWithTokens(outputs.twoCalls, ids), extra }, stream);
+                assert.deepEqual([calls.reasoning, calls.content], [outputs.reasons ? "Two tools." : "", ""]);
+                assert.deepEqual(calls.calls, twin.calls ?? [{ name: "get_weather", arguments: { city: "Lagos" } }, { name: "get_time", arguments: {} }]);
+                assertNoMarkers(calls, [...family.markers, ...twin.tokens], "calls");
+            });
+        }
     });
 }

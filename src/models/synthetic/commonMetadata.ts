@@ -1,6 +1,6 @@
 import type { SyntheticModelSpec } from "./modelSpec.js";
 import { bool, f32, str, strArray, u32, type MetadataEntries } from "./metadataValues.js";
-import { qwen3TokenizerMetadata, qwen3VocabSize } from "./qwen3Tokenizer.js";
+import { tokenizerMetadata, tokenizerVocabSize } from "./familyTokenizers.js";
 
 /**
  * The bool key that marks a file's weights as random, so a server can report `synthetic: true`
@@ -11,10 +11,11 @@ export const syntheticMarkerKey = "general.synthetic";
 
 /**
  * The keys every synthetic model has: general info, the architecture-prefixed transformer
- * shape and the tokenizer with the model's chat template.
+ * shape and the model's family tokenizer with its chat template.
  */
 export function commonMetadata(spec: SyntheticModelSpec, fileType: number, chatTemplate: string): MetadataEntries {
     const arch = spec.architecture;
+    const tokenizer = spec.tokenizer ?? "qwen3";
     const { headCount, headCountKv, headDim, ropeFreqBase } = spec.attention;
     return {
         "general.architecture": str(arch),
@@ -24,7 +25,7 @@ export function commonMetadata(spec: SyntheticModelSpec, fileType: number, chatT
         [syntheticMarkerKey]: bool(true),
         "general.file_type": u32(fileType),
         "general.quantization_version": u32(2),
-        [`${arch}.vocab_size`]: u32(qwen3VocabSize),
+        [`${arch}.vocab_size`]: u32(tokenizerVocabSize(tokenizer)),
         [`${arch}.context_length`]: u32(spec.contextLength),
         [`${arch}.embedding_length`]: u32(spec.embeddingLength),
         [`${arch}.block_count`]: u32(spec.blockCount),
@@ -35,7 +36,7 @@ export function commonMetadata(spec: SyntheticModelSpec, fileType: number, chatT
         [`${arch}.attention.value_length`]: u32(headDim),
         [`${arch}.attention.layer_norm_rms_epsilon`]: f32(spec.rmsNormEps),
         [`${arch}.rope.freq_base`]: f32(ropeFreqBase),
-        ...qwen3TokenizerMetadata(),
+        ...tokenizerMetadata(tokenizer),
         "tokenizer.chat_template": str(chatTemplate)
     };
 }

@@ -1,6 +1,6 @@
 import { GgmlType } from "./ggmlTypes.js";
 import type { SyntheticModelSpec } from "./modelSpec.js";
-import { qwen3VocabSize } from "./qwen3Tokenizer.js";
+import { tokenizerVocabSize } from "./familyTokenizers.js";
 import type { TensorPlan } from "./tensorPlan.js";
 
 /** RMS-norm weights of 1.0: the norms then only rescale, which keeps activations ≈ unit size. */
@@ -20,10 +20,11 @@ export function projectionWeight(name: string, shape: readonly number[], type: G
 /** token_embd, output_norm and (unless tied) output. */
 export function embeddingTensors(spec: SyntheticModelSpec): TensorPlan[] {
     const { embeddingLength: width, embeddingType: type } = spec;
+    const vocabSize = tokenizerVocabSize(spec.tokenizer ?? "qwen3");
     return [
-        projectionWeight("token_embd.weight", [width, qwen3VocabSize], type),
+        projectionWeight("token_embd.weight", [width, vocabSize], type),
         normWeight("output_norm.weight", width),
-        ...(spec.tiedEmbeddings ? [] : [projectionWeight("output.weight", [width, qwen3VocabSize], type)])
+        ...(spec.tiedEmbeddings ? [] : [projectionWeight("output.weight", [width, vocabSize], type)])
     ];
 }
 

@@ -4,7 +4,7 @@ import { isCompleteSyntheticModel, syntheticModelPath, writeSyntheticModel } fro
 
 export { syntheticMarkerKey } from "./commonMetadata.js";
 
-/** Models this module can write: two tiny ones for tests, two full-size ones for benchmarks. */
+/** Models this module can write: tiny ones for tests (the format twins among them), full-size ones for benchmarks. */
 export const syntheticModelNames: readonly string[] = syntheticModelSpecs.map((spec) => spec.name);
 
 export interface SyntheticWriteProgress {
@@ -18,7 +18,7 @@ export interface SyntheticWriteProgress {
  * whose message lists the valid names.
  *
  * The weights are random but deterministic (the same name always gives the same bytes); the
- * architecture, the Qwen3 tokenizer and the chat template are real, so the file loads and
+ * architecture, the tokenizer (Qwen3's, or a format twin's family's) and the chat template are real, so the file loads and
  * generates in llama.cpp like the model it imitates. Concurrent calls for the same model in one
  * process share a single write. `signal` cancels this call's wait (and the write, when no other
  * caller still waits for it); a cancelled write leaves no file behind.

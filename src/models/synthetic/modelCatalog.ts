@@ -132,7 +132,40 @@ const qwen3Embedding0_6b: Qwen3ModelSpec = {
     pooling: "last"
 };
 
-export const syntheticModelSpecs: readonly SyntheticModelSpec[] = [mapleTiny, qwen3Tiny, maplePreview, qwen3_0_6b, qwen3EmbeddingTiny, qwen3Embedding0_6b];
+/**
+ * A format twin: a family's real tokenizer and chat template on random qwen3 weights (the chat
+ * format is the template's and the vocabulary's, not the architecture's), so a family's special
+ * tokens and template run through the real engine with no download. 64 wide and 2 layers, since
+ * the vocabularies are large: the token embeddings (tied, Q8_0) are most of each file, 8.5 MB for
+ * Llama 3's 128,256 rows, 17.8 MB for Gemma 3's 262,144.
+ */
+function formatTwin(name: string, family: string, tokenizer: Qwen3ModelSpec["tokenizer"], chatTemplate: string): Qwen3ModelSpec {
+    return {
+        ...qwen3Tiny,
+        name,
+        version: 1,
+        displayName: `${name} (synthetic, random weights; ${family}'s tokenizer and chat template)`,
+        embeddingLength: 64,
+        blockCount: 2,
+        feedForwardLength: 128,
+        tokenizer,
+        chatTemplate
+    };
+}
+
+const formatTwins: readonly Qwen3ModelSpec[] = [
+    formatTwin("gpt-oss-tiny", "gpt-oss", "gpt-oss", "openai-gpt-oss-120b.jinja"),
+    formatTwin("llama3.1-tiny", "Llama 3.1", "llama3.1", "meta-llama-Llama-3.1-8B-Instruct.jinja"),
+    // DeepSeek R1's own template shows no tools and leaves a lone call's
+    // section open; llama.cpp's fixed R1 template (what llama-server users are told to use) does both.
+    formatTwin("deepseek-r1-tiny", "DeepSeek R1", "deepseek-r1", "llama-cpp-deepseek-r1.jinja"),
+    formatTwin("gemma3-tiny", "Gemma 3", "gemma3", "google-gemma-3-4b-it.jinja"),
+    formatTwin("qwen3-coder-tiny", "Qwen3-Coder", "qwen3", "Qwen3-Coder.jinja")
+];
+
+export const syntheticModelSpecs: readonly SyntheticModelSpec[] = [
+    mapleTiny, qwen3Tiny, maplePreview, qwen3_0_6b, qwen3EmbeddingTiny, qwen3Embedding0_6b, ...formatTwins
+];
 
 export function findSyntheticModelSpec(name: string): SyntheticModelSpec | undefined {
     return syntheticModelSpecs.find((spec) => spec.name === name);

@@ -1,3 +1,4 @@
+import type { SyntheticTokenizerName } from "./familyTokenizers.js";
 import type { GgmlType } from "./ggmlTypes.js";
 
 /** Attention geometry shared by both architectures (grouped-query attention with Q/K RMS norm). */
@@ -26,6 +27,8 @@ interface CommonSpec {
     readonly embeddingType: GgmlType;
     /** storage of attn_q/k/v/output */
     readonly attentionType: GgmlType;
+    /** The family tokenizer the file carries (its vocabulary sizes token_embd); default Qwen3's. */
+    readonly tokenizer?: SyntheticTokenizerName;
 }
 
 /** deepgrove's `maple`: MoE FFN in every layer, mixed sliding-window / global attention. */
@@ -51,6 +54,8 @@ export interface Qwen3ModelSpec extends CommonSpec {
     readonly feedForwardType: GgmlType;
     /** An embedding model: llama.cpp pools its outputs this way (GGUF `qwen3.pooling_type`), as Qwen3-Embedding's last token. */
     readonly pooling?: "last";
+    /** The chat template: a file of the repository's `templates/` (a family's real one); default Qwen3's own. */
+    readonly chatTemplate?: string;
 }
 
 export type SyntheticModelSpec = MapleModelSpec | Qwen3ModelSpec;

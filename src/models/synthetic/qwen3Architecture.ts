@@ -4,7 +4,7 @@ import { GgmlType } from "./ggmlTypes.js";
 import { LlamaFileType } from "./llamaFileTypes.js";
 import { u32, type MetadataEntries } from "./metadataValues.js";
 import type { Qwen3ModelSpec } from "./modelSpec.js";
-import { qwen3ChatTemplate } from "./qwen3Tokenizer.js";
+import { familyChatTemplate, qwen3ChatTemplate } from "./syntheticChatTemplates.js";
 import type { TensorPlan } from "./tensorPlan.js";
 
 /** Tensors of llama.cpp's `qwen3` (src/models/qwen3.cpp): attention with Q/K norm, SwiGLU FFN. */
@@ -23,11 +23,11 @@ export function qwen3Tensors(spec: Qwen3ModelSpec): TensorPlan[] {
     return [...embeddingTensors(spec), ...blocks.flat()];
 }
 
-/** The keys qwen3's loader reads, with Qwen3's own unmodified chat template. */
+/** The keys qwen3's loader reads, with the spec's family template or Qwen3's own, unmodified. */
 export function qwen3Metadata(spec: Qwen3ModelSpec): MetadataEntries {
     const fileType = spec.feedForwardType === GgmlType.Q4_0 ? LlamaFileType.MostlyQ4_0 : LlamaFileType.MostlyQ8_0;
     return {
-        ...commonMetadata(spec, fileType, qwen3ChatTemplate()),
+        ...commonMetadata(spec, fileType, spec.chatTemplate === undefined ? qwen3ChatTemplate() : familyChatTemplate(spec.chatTemplate)),
         "qwen3.feed_forward_length": u32(spec.feedForwardLength),
         // llama.cpp's LLAMA_POOLING_TYPE_LAST
         ...(spec.pooling === "last" ? { "qwen3.pooling_type": u32(3) } : {})
