@@ -2,6 +2,8 @@ import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } fro
 import type {
     Engine, EngineGrammar, GenerationRequest, GenerationStream, GrammarJsonSchema, ModelInfo, PromptCacheReport, RuntimeInfo
 } from "./types.js";
+import { InvalidGrammarError } from "../errors.js";
+import { findEndOfGenerationToken } from "../grammar/deadEnd.js";
 import { decodeLoop } from "./decodeLoop.js";
 import { GrammarCache } from "./grammarCache.js";
 import { LlamaSlotStore, promptChunkTokens } from "./llamaSlotStore.js";
@@ -68,8 +70,16 @@ export class LlamaEngine implements Engine {
         return Number.isInteger(token) && token >= 0 && token < this.model.vocabularySize;
     }
 
-    createGrammar(gbnf: string): Promise<EngineGrammar> {
-        return this.grammars.compile(gbnf);
+    async createGrammar(gbnf: string): Promise<EngineGrammar> {
+        const endOfGeneration = findEndOfGenerationToken(gbnf, {
+            singleToken: (text) => {
+                const tokens = this.llamaModel.tokenize(text, true);
+                return tokens.length === 1 ? tokens[0] : undefined;
+            },
+            isEndOfGeneration: (token) => this.isValidToken(token) && this.llamaModel.isEogToken(token as Token)
+        });
+        if (endOfGeneration !== undefined) throw new InvalidGrammarError(`${endOfGeneration}.`);
+        return await this.grammars.compile(gbnf);
     }
 
     jsonGrammarRules(schema: GrammarJsonSchema | undefined): Promise<string> {

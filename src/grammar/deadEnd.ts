@@ -33,6 +33,40 @@ export function findGrammarDeadEnd(gbnf: string): string | undefined {
     return undefined;
 }
 
+/** What findEndOfGenerationToken needs of the model's vocabulary. */
+export interface GrammarVocabulary {
+    /** The id of the one token `text` (a special token's text, `<|call|>`) is, else undefined. */
+    singleToken(text: string): number | undefined;
+    isEndOfGeneration(token: number): boolean;
+}
+
+/**
+ * Finds a token element (`<[200012]>`, `<|call|>`) that names an end-of-generation token. llama.cpp's
+ * grammar sampler never lets such a token match a grammar element: it allows end-of-generation
+ * tokens only where the grammar is complete (`llama_grammar_apply_impl`, `allow_eog`). At that
+ * element every token is rejected, and the generation failed with "Unexpected empty grammar
+ * stack" as a server error. A grammar ends generation by ending: `root ::= "a" "b"` stops after
+ * "ab" with the model's end-of-generation token. `!<…>` (any token but that one) is fine.
+ */
+export function findEndOfGenerationToken(gbnf: string, vocabulary: GrammarVocabulary): string | undefined {
+    let skipUntil = 0;
+    for (const element of scanGbnf(gbnf)) {
+        if (element.start < skipUntil || element.kind !== "other" || gbnf[element.start] !== "<") continue;
+        const close = gbnf.indexOf(">", element.start + 1);
+        if (close < 0) return undefined;
+        skipUntil = close + 1;
+        if (gbnf[element.start - 1] === "!") continue;
+        const reference = gbnf.slice(element.start, close + 1);
+        const byId = /^<\[(\d+)\]>$/.exec(reference);
+        const token = byId !== null ? Number(byId[1]) : vocabulary.singleToken(reference);
+        if (token !== undefined && vocabulary.isEndOfGeneration(token)) {
+            return `the token ${reference} ends generation, and llama.cpp matches an end-of-generation token only where the grammar is complete: `
+                + "end the rule there instead (the model then ends with that token)";
+        }
+    }
+    return undefined;
+}
+
 const maxCodePoint = 0x10ffff;
 
 /** Whether a class matches some code point from U+0001 to U+10FFFF (a reversed range matches nothing). */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { findGrammarDeadEnd } from "../../src/grammar/deadEnd.js";
+import { findEndOfGenerationToken, findGrammarDeadEnd } from "../../src/grammar/deadEnd.js";
 
 describe("findGrammarDeadEnd: GBNF elements no token can get past", () => {
     for (const grammar of [
@@ -45,4 +45,35 @@ describe("findGrammarDeadEnd: GBNF elements no token can get past", () => {
             assert.equal(findGrammarDeadEnd(grammar), undefined, grammar);
         }
     });
+});
+
+describe("findEndOfGenerationToken: token elements llama.cpp never matches", () => {
+    // A vocabulary where 7 (<|end|>) ends generation and 3 (<|tool|>) does not.
+    const vocabulary = {
+        singleToken: (text: string) => ({ "<|end|>": 7, "<|tool|>": 3 } as Record<string, number>)[text],
+        isEndOfGeneration: (token: number) => token === 7
+    };
+
+    for (const grammar of [
+        "root ::= \"a\" <[3]> \"b\"",
+        "root ::= \"a\" <|tool|>",
+        "root ::= \"a\" !<[7]> \"b\"",
+        "root ::= \"<[7]>\" [<] # <|end|>",
+        "root ::= \"a\" <|unknown|>"
+    ]) {
+        it(`accepts ${JSON.stringify(grammar)}`, () => {
+            assert.equal(findEndOfGenerationToken(grammar, vocabulary), undefined);
+        });
+    }
+
+    for (const [grammar, element] of [
+        ["root ::= \"a\" <[7]>", "<[7]>"],
+        ["root ::= \"a\" <[7]> \"b\"", "<[7]>"],
+        ["root ::= x\nx ::= <|end|> | \"y\"", "<|end|>"]
+    ] as const) {
+        it(`refuses ${JSON.stringify(grammar)}, naming ${element}`, () => {
+            const found = findEndOfGenerationToken(grammar, vocabulary);
+            assert.ok(found?.includes(`the token ${element} ends generation`), found);
+        });
+    }
 });

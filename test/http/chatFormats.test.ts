@@ -332,6 +332,24 @@ for (const family of families) {
             assert.equal(response.usage.prompt_tokens, prompt.length);
         });
 
+        // gpt-oss's <|call|> ends generation: a client grammar that puts it mid-rule can never be
+        // followed (llama.cpp matches such a token only where the grammar is complete). It was a 500.
+        if (twin.tokens.includes("<|call|>")) {
+            it("refuses a client grammar that asks for an end-of-generation token mid-rule with a 400 naming it, and serves the grammar that ends there", async () => {
+                for (const marker of ["<|call|>", `<[${ids.get("<|call|>")}]>`]) {
+                    const refused = await server.post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], grammar: `root ::= "ab" ${marker} "cd"`, max_tokens: 8 });
+                    assert.equal(refused.status, 400);
+                    const { error } = await refused.json() as { error: { param: string; message: string } };
+                    assert.equal(error.param, "grammar");
+                    assert.ok(error.message.includes(`the token ${marker} ends generation`), error.message);
+                }
+                const served = await server.post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], grammar: "root ::= \"ab\" \"cd\"", max_tokens: 8 });
+                assert.equal(served.status, 200);
+                const body = await served.json() as { choices: { finish_reason: string; message: { content: string } }[] };
+                assert.deepEqual([body.choices[0]!.message.content, body.choices[0]!.finish_reason], ["abcd", "stop"]);
+            });
+        }
+
         for (const stream of [false, true]) {
             it(`chat${stream ? ", streamed" : ""}: the model writes the markers as its special tokens; reasoning, answer and calls parsed, no marker in any content`, async () => {
                 const extra = outputs.reasons ? reasoningOn.chat : {};
