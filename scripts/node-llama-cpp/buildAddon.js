@@ -1,5 +1,5 @@
-// Rebuilds node-llama-cpp's native addon (llama-addon.node) from the source it ships, with
-// addonHunks.js, samplerHunks.js and threadpoolHunks.js applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
+// Rebuilds node-llama-cpp's native addon (llama-addon.node) from the source it ships, with the
+// llama/addon/… diffs of patches/node-llama-cpp/ applied, against the prebuilt llama.cpp libraries beside it: the same libllama,
 // libggml and CPU kernel files, only the addon's own code changes. Takes ~20 s of two cores; needs
 // a C++ compiler and git (the llama.cpp headers come from the package's git bundle). Without
 // them, or on a platform with no CPU prebuilt here, it says so and leaves the prebuilt addon,
@@ -11,13 +11,11 @@ import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } fr
 import { availableParallelism, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
-import { headerHunks, sourceHunks } from "./addonHunks.js";
-import { applyHunks } from "./hunks.js";
-import { samplerHunks } from "./samplerHunks.js";
-import { threadpoolHeaderHunks, threadpoolSourceHunks } from "./threadpoolHunks.js";
+import { applyPatches, readPatches } from "./patches.js";
 
 const run = promisify(execFile);
 const stampName = "maple-addon.json";
+const addonPrefix = "llama/addon/";
 
 /** The prebuilt CPU binaries node-llama-cpp loads here (its platform package), if installed. */
 export function prebuiltBinariesDir(nodeModules) {
@@ -50,11 +48,12 @@ export async function buildPatchedAddon({ nodeModules, log }) {
     const packageDir = join(nodeModules, "node-llama-cpp");
     const addonSource = join(packageDir, "llama", "addon");
     const bundle = join(packageDir, "llama", "gitRelease.bundle");
-    // The patch's own text and the package's version name the build: a new patch rebuilds.
+    // The patches' own text, how they are applied and the package's version name the build: a
+    // new or changed patch rebuilds.
+    const patches = readPatches().filter((patch) => [...patch.files.keys()].some((path) => path.startsWith(addonPrefix)));
     const recipe = createHash("sha256")
-        .update(await readFile(new URL("./addonHunks.js", import.meta.url)))
-        .update(await readFile(new URL("./samplerHunks.js", import.meta.url)))
-        .update(await readFile(new URL("./threadpoolHunks.js", import.meta.url)))
+        .update(patches.map((patch) => `${patch.name}\n${patch.text}`).join("\n"))
+        .update(await readFile(new URL("./patches.js", import.meta.url)))
         .update(await readFile(new URL(import.meta.url)))
         .update(await readFile(join(packageDir, "package.json")))
         .digest("hex");
@@ -74,9 +73,7 @@ export async function buildPatchedAddon({ nodeModules, log }) {
         await run("git", ["clone", "-q", bundle, llamaCpp]);
         const sources = join(work, "addon");
         await copyTree(addonSource, sources);
-        await patchFile(join(sources, "AddonContext.h"), [...headerHunks, ...threadpoolHeaderHunks]);
-        await patchFile(join(sources, "AddonContext.cpp"), [...sourceHunks, ...threadpoolSourceHunks]);
-        await patchFile(join(sources, "AddonSampler.cpp"), samplerHunks);
+        await patchAddonSource(sources, patches);
 
         const files = (await listFiles(sources)).filter((file) => file.endsWith(".cpp"));
         const nodeAddonApi = join(nodeModules, "node-addon-api");
@@ -113,8 +110,13 @@ export async function buildPatchedAddon({ nodeModules, log }) {
     }
 }
 
-async function patchFile(path, hunks) {
-    await writeFile(path, applyHunks(await readFile(path, "utf8"), hunks, path));
+/** Applies the patches' llama/addon/… diffs to the copy of that folder in `sources`. */
+export async function patchAddonSource(sources, patches) {
+    const paths = new Set(patches.flatMap((patch) => [...patch.files.keys()]).filter((path) => path.startsWith(addonPrefix)));
+    for (const path of paths) {
+        const file = join(sources, path.slice(addonPrefix.length));
+        await writeFile(file, applyPatches(await readFile(file, "utf8"), path, patches).text);
+    }
 }
 
 async function copyTree(from, to) {

@@ -20,7 +20,7 @@ function sharesNodeLlamaCppLocks(): boolean {
 
 /**
  * The rebuilt addon's job for generation steps: [sequenceId, position, token] a step in `steps`,
- * its sampler at the same index in `samplers` (scripts/node-llama-cpp/addonHunks.js).
+ * its sampler at the same index in `samplers` (patches/node-llama-cpp/sampling-in-decode.patch).
  */
 interface NativeContext {
     decodeStepsAndSample(steps: Int32Array, samplers: NativeSampler[]): Promise<(number | Error)[]>;
