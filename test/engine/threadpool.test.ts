@@ -5,6 +5,7 @@ import { after, before, it } from "node:test";
 import type { LlamaContext, LlamaContextSequence, LlamaModel } from "node-llama-cpp";
 import { openLlama } from "../../src/engine/openLlama.js";
 import { resolveModel } from "../../src/models/resolveModel.js";
+import { needsPatchedAddon } from "../helpers/addon.js";
 import { testModelsDir } from "../helpers/testServer.js";
 
 // node-llama-cpp's addon as scripts/patch-node-llama-cpp.js rebuilds it attaches one ggml
@@ -54,7 +55,7 @@ async function generate(count: number): Promise<void> {
     }
 }
 
-it("keeps one worker thread per context across decodes, doing their work", { skip: process.platform !== "linux" && "reads /proc" }, async () => {
+it("keeps one worker thread per context across decodes, doing their work", { skip: process.platform !== "linux" ? "reads /proc" : needsPatchedAddon("a threadpool per context") }, async () => {
     await generate(4);
     const afterFirst = threadRunTimes();
     const made = [...afterFirst.keys()].filter((thread) => !threadsAtStart.has(thread));
