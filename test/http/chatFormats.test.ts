@@ -351,15 +351,17 @@ for (const family of families) {
         }
 
         for (const stream of [false, true]) {
-            it(`chat${stream ? ", streamed" : ""}: the model writes the markers as its special tokens; reasoning, answer and calls parsed, no marker in any content`, async () => {
-                const extra = outputs.reasons ? reasoningOn.chat : {};
-                const answer = await ask(server, "chat", { user: "What is 2+2?", grammar: exactWithTokens(outputs.answer, ids), extra }, stream);
-                assert.deepEqual([answer.reasoning, answer.content, answer.calls], [outputs.reasons ? "Adding." : "", "4", []]);
-                assertNoMarkers(answer, [...family.markers, ...twin.tokens], "answer");
-                const calls = await ask(server, "chat", { user: "Weather and time?", tools: [weather, time], grammar: exactWithTokens(outputs.twoCalls, ids), extra }, stream);
-                assert.deepEqual([calls.reasoning, calls.content], [outputs.reasons ? "Two tools." : "", ""]);
-                assert.deepEqual(calls.calls, twin.calls ?? [{ name: "get_weather", arguments: { city: "Lagos" } }, { name: "get_time", arguments: {} }]);
-                assertNoMarkers(calls, [...family.markers, ...twin.tokens], "calls");
+            it(`every API${stream ? ", streamed" : ""}: the model writes the markers as its special tokens; reasoning, answer and calls parsed, no marker in any content`, async () => {
+                for (const api of chatApis) {
+                    const extra = outputs.reasons ? reasoningOn[api] : {};
+                    const answer = await ask(server, api, { user: "What is 2+2?", grammar: exactWithTokens(outputs.answer, ids), extra }, stream);
+                    assert.deepEqual([answer.reasoning, answer.content, answer.calls], [outputs.reasons ? "Adding." : "", "4", []], api);
+                    assertNoMarkers(answer, [...family.markers, ...twin.tokens], `${api} answer`);
+                    const calls = await ask(server, api, { user: "Weather and time?", tools: [weather, time], grammar: exactWithTokens(outputs.twoCalls, ids), extra }, stream);
+                    assert.deepEqual([calls.reasoning, calls.content], [outputs.reasons ? "Two tools." : "", ""], api);
+                    assert.deepEqual(calls.calls, twin.calls ?? [{ name: "get_weather", arguments: { city: "Lagos" } }, { name: "get_time", arguments: {} }], api);
+                    assertNoMarkers(calls, [...family.markers, ...twin.tokens], `${api} calls`);
+                }
             });
         }
     });
