@@ -229,24 +229,7 @@ for (const family of families) {
         }
 
         it("enforces tool_choice required and a named function in the family's syntax, the thinking budget closing its reasoning first (a random model)", async () => {
-            // Messages' names: `any` is required, `tool` a named one. A reasoning family's thought is cut by the budget with its own marker.
-            const validate = new Ajv().compile(weather.parameters);
-            const thinking = family.reasons ? { type: "enabled", budget_tokens: 4 } : { type: "disabled" };
-            for (const seed of [1, 2, 3]) {
-                for (const toolChoice of [{ type: "any" }, { type: "tool", name: "get_weather" }]) {
-                    const answer = await ask(server, "messages", {
-                        user: "Weather in Lagos?", tools: toolChoice.type === "any" ? [weather, time] : [weather], maxTokens: 400,
-                        extra: { tool_choice: { ...toolChoice, disable_parallel_tool_use: true }, thinking, temperature: 1, seed }
-                    }, false);
-                    const context = `seed ${seed} ${JSON.stringify(toolChoice)}: ${JSON.stringify(answer)}`;
-                    assert.equal(answer.finish, "tool_use", context);
-                    assert.equal(answer.calls.length, 1, context);
-                    const [call] = answer.calls;
-                    assert.ok(call!.name === "get_weather" || (toolChoice.type === "any" && call!.name === "get_time"), context);
-                    if (call!.name === "get_weather") assert.ok(validate(call!.arguments), context);
-                    assertNoMarkers(answer, family.markers, context);
-                }
-            }
+            await assertToolChoiceEnforced(server, family, family.markers);
         });
 
         if (family.format === "generic") {
@@ -280,6 +263,31 @@ for (const family of families) {
             for (const piece of family.roundTrip) assert.ok(prompt.includes(piece), `${JSON.stringify(piece)} not in ${JSON.stringify(prompt)}`);
         });
     });
+}
+
+/**
+ * Seeds of a random model under Messages' `tool_choice` `any` (required) and `tool` (a named
+ * one), one call each: the family's grammar must give exactly that call, with valid arguments, and
+ * a reasoning family's thought cut by the thinking budget with its own marker.
+ */
+async function assertToolChoiceEnforced(server: TestServer, family: Family, markers: readonly string[], seeds: readonly number[] = [1, 2, 3]): Promise<void> {
+    const validate = new Ajv().compile(weather.parameters);
+    const thinking = family.reasons ? { type: "enabled", budget_tokens: 4 } : { type: "disabled" };
+    for (const seed of seeds) {
+        for (const toolChoice of [{ type: "any" }, { type: "tool", name: "get_weather" }]) {
+            const answer = await ask(server, "messages", {
+                user: "Weather in Lagos?", tools: toolChoice.type === "any" ? [weather, time] : [weather], maxTokens: 400,
+                extra: { tool_choice: { ...toolChoice, disable_parallel_tool_use: true }, thinking, temperature: 1, seed }
+            }, false);
+            const context = `seed ${seed} ${JSON.stringify(toolChoice)}: ${JSON.stringify(answer)}`;
+            assert.equal(answer.finish, "tool_use", context);
+            assert.equal(answer.calls.length, 1, context);
+            const [call] = answer.calls;
+            assert.ok(call!.name === "get_weather" || (toolChoice.type === "any" && call!.name === "get_time"), context);
+            if (call!.name === "get_weather") assert.ok(validate(call!.arguments), context);
+            assertNoMarkers(answer, markers, context);
+        }
+    }
 }
 
 /** `exact(text)`, but each of the markers (text → token id) as that one token (GBNF `<[id]>`), never spelt out. */
@@ -364,5 +372,10 @@ for (const family of families) {
                 }
             });
         }
+
+        it("enforces tool_choice required and a named function in the family's syntax with its own vocabulary (a random model)", async () => {
+            // One seed: the family's grammar has three on maple-tiny above; this is its vocabulary's turn.
+            await assertToolChoiceEnforced(server, family, [...family.markers, ...twin.tokens], [1]);
+        });
     });
 }
